@@ -1,0 +1,137 @@
+package parley
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Event types, as named in the client contract.
+const (
+	EventMessageCreated        = "message.created"
+	EventMessageUpdated        = "message.updated"
+	EventMessageDeleted        = "message.deleted"
+	EventReactionAdded         = "reaction.added"
+	EventReactionRemoved       = "reaction.removed"
+	EventPinAdded              = "pin.added"
+	EventPinRemoved            = "pin.removed"
+	EventChannelCreated        = "channel.created"
+	EventChannelUpdated        = "channel.updated"
+	EventChannelArchived       = "channel.archived"
+	EventChannelDeleted        = "channel.deleted"
+	EventMemberJoined          = "member.joined"
+	EventMemberLeft            = "member.left"
+	EventChannelRead           = "channel.read"
+	EventDMOpened              = "dm.opened"
+	EventUserCreated           = "user.created"
+	EventUserUpdated           = "user.updated"
+	EventUserDeactivated       = "user.deactivated"
+	EventUserStatus            = "user.status"
+	EventWorkspaceUpdated      = "workspace.updated"
+	EventWorkspaceMemberJoined = "workspace.member_joined"
+	EventWorkspaceMemberLeft   = "workspace.member_left"
+	// EventSessionRevoked is internal to the servers: it tells gateways to
+	// close the sockets identified with a revoked token. Its d carries the
+	// token hash, never the token.
+	EventSessionRevoked = "session.revoked"
+)
+
+// Event is a change that clients learn about. Durable channel events have a
+// ChannelID and a gap-free Seq in that channel's log, written in the same
+// transaction as the change; other events (user, workspace and read-state
+// changes) have Seq 0 and live only on the bus.
+type Event struct {
+	WorkspaceID string          `json:"workspace_id"`
+	ChannelID   string          `json:"channel_id,omitempty"`
+	Seq         int64           `json:"seq,omitempty"`
+	Type        string          `json:"t"`
+	Data        json.RawMessage `json:"d"`
+	CreatedAt   time.Time       `json:"created_at"`
+	// Topics are the bus topics the event is published on (see Topic*).
+	Topics []string `json:"topics,omitempty"`
+}
+
+// Bus topics (ARCHITECTURE §4): one per channel, per user, per user's
+// presence and per workspace directory.
+func TopicChannel(id string) string   { return "ch." + id }
+func TopicUser(id string) string      { return "user." + id }
+func TopicPresence(id string) string  { return "presence." + id }
+func TopicWorkspace(id string) string { return "ws." + id }
+
+// Payloads of the durable channel events. Every one carries channel_id and
+// seq, the event's own seq in the channel log.
+
+type ChannelEventData struct {
+	ChannelID string   `json:"channel_id"`
+	Seq       int64    `json:"seq"`
+	Channel   *Channel `json:"channel,omitempty"`
+	UserID    string   `json:"user_id,omitempty"` // who did it
+}
+
+type MemberEventData struct {
+	ChannelID   string `json:"channel_id"`
+	Seq         int64  `json:"seq"`
+	UserID      string `json:"user_id"`            // who joined or left
+	ActorID     string `json:"actor_id,omitempty"` // who added or removed them, if not themself
+	MemberCount int64  `json:"member_count"`
+}
+
+type MessageEventData struct {
+	ChannelID string   `json:"channel_id"`
+	Seq       int64    `json:"seq"`
+	Message   *Message `json:"message"`
+}
+
+type MessageDeletedData struct {
+	ChannelID    string `json:"channel_id"`
+	Seq          int64  `json:"seq"`
+	MessageID    string `json:"message_id"`
+	ThreadRootID string `json:"thread_root_id,omitempty"`
+	UserID       string `json:"user_id"`
+}
+
+type ReactionEventData struct {
+	ChannelID string `json:"channel_id"`
+	Seq       int64  `json:"seq"`
+	MessageID string `json:"message_id"`
+	Emoji     string `json:"emoji"`
+	UserID    string `json:"user_id"`
+}
+
+type PinEventData struct {
+	ChannelID string `json:"channel_id"`
+	Seq       int64  `json:"seq"`
+	MessageID string `json:"message_id"`
+	UserID    string `json:"user_id"`
+}
+
+// Payloads of the bus-only events.
+
+type ReadEventData struct {
+	ChannelID   string `json:"channel_id"`
+	LastReadSeq int64  `json:"last_read_seq"`
+}
+
+type UserEventData struct {
+	User *User `json:"user"`
+}
+
+type WorkspaceMemberData struct {
+	WorkspaceID string `json:"workspace_id"`
+	UserID      string `json:"user_id"`
+	Role        Role   `json:"role"`
+	User        *User  `json:"user,omitempty"`
+}
+
+type DMOpenedData struct {
+	Channel *Channel `json:"channel"`
+}
+
+type SessionRevokedData struct {
+	TokenHash string `json:"token_hash"`
+}
+
+// EventPublisher hands committed events to the bus. Implementations must not
+// block for long: they are called after every commit.
+type EventPublisher interface {
+	Publish(events []Event)
+}

@@ -1,0 +1,87 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+
+	"parley"
+)
+
+func (s *Store) openPostgres(ctx context.Context, cfg Config) error {
+	s.dialect = Postgres
+	db, err := sql.Open("pgx", cfg.PostgresURL)
+	if err != nil {
+		return fmt.Errorf("open postgres: %w", err)
+	}
+	n := cfg.WriteConns
+	if n <= 0 {
+		n = 16
+	}
+	if cfg.ReadConns > 0 {
+		n += cfg.ReadConns
+	} else {
+		n += 8
+	}
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return fmt.Errorf("open postgres: %w", err)
+	}
+	// One pool serves reads and writes; PostgreSQL's MVCC needs no split.
+	s.rdb, s.wdb = db, db
+	return nil
+}
+
+// maxPostgresAttempts bounds retries of a write that lost a serialization
+// race, a deadlock, or a unique race on an idempotency key.
+const maxPostgresAttempts = 5
+
+func (s *Store) writePostgres(ctx context.Context, fn func(context.Context, *Tx) error) ([]parley.Event, error) {
+	var lastErr error
+	for attempt := 0; attempt < maxPostgresAttempts; attempt++ {
+		events, err := s.writePostgresOnce(ctx, fn)
+		if err == nil || !retryablePostgres(err) {
+			return events, err
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+func (s *Store) writePostgresOnce(ctx context.Context, fn func(context.Context, *Tx) error) ([]parley.Event, error) {
+	sqlTx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	tx := &Tx{Tx: sqlTx, now: s.now()}
+	if err := fn(ctx, tx); err != nil {
+		sqlTx.Rollback()
+		return nil, err
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return tx.events, nil
+}
+
+// retryablePostgres: serialization failure, deadlock, or a unique violation
+// (two writers racing on the same idempotency key or name; the retry sees the
+// winner's row and answers from it).
+func retryablePostgres(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "40001", "40P01", "23505":
+			return true
+		}
+	}
+	return false
+}

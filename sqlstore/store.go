@@ -1,0 +1,177 @@
+// Package sqlstore is Parley's storage: one implementation of parley.Store
+// over database/sql that runs on SQLite (modernc.org/sqlite, pure Go) and on
+// PostgreSQL (pgx). The two differ only in how a write transaction is run:
+// SQLite funnels every write through one writer goroutine that batches
+// concurrent writes into one transaction (group commit); PostgreSQL runs each
+// write in its own transaction on a pool and retries serialization failures.
+//
+// Every change and the events it produces are committed together; the events
+// are handed to the configured publisher only after the commit. Authorization
+// happens here, inside the transaction that reads or changes the data.
+//
+// This package must not know about HTTP, WebSockets or the bus's wire format.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"parley"
+)
+
+// Config says which database to open and how. The zero value of each field
+// is a documented default.
+type Config struct {
+	// Path is the SQLite database file; used when PostgresURL is empty.
+	Path string
+	// PostgresURL, when set, selects PostgreSQL (postgres:// URL).
+	PostgresURL string
+	// Publisher receives every committed event, in commit order per
+	// transaction. Nil: events are dropped (tools and tests).
+	Publisher parley.EventPublisher
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Now defaults to time.Now; tests may pin the clock.
+	Now func() time.Time
+	// ReadConns bounds the reader pool (default 8).
+	ReadConns int
+	// WriteConns bounds PostgreSQL's writer pool (default 16). SQLite always
+	// has exactly one writer.
+	WriteConns int
+	// MaxBatch bounds how many writes SQLite commits together (default 256).
+	MaxBatch int
+}
+
+// Dialect names the database behind a Store.
+type Dialect string
+
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Store implements parley.Store.
+type Store struct {
+	dialect Dialect
+	rdb     *sql.DB // readers: queries outside write transactions
+	wdb     *sql.DB // writers: SQLite's single connection, or PostgreSQL's pool
+	gc      *groupCommitter
+	pub     parley.EventPublisher
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+var _ parley.Store = (*Store)(nil)
+
+// Open opens (and migrates) the database named by cfg.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	s := &Store{pub: cfg.Publisher, log: cfg.Logger, now: cfg.Now}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	var err error
+	if cfg.PostgresURL != "" {
+		err = s.openPostgres(ctx, cfg)
+	} else {
+		err = s.openSQLite(ctx, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, s.wdb, s.dialect); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Dialect says which database the store runs on.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Close stops the writer and closes the pools.
+func (s *Store) Close() error {
+	if s.gc != nil {
+		s.gc.close()
+	}
+	var errs []error
+	if s.rdb != nil && s.rdb != s.wdb {
+		errs = append(errs, s.rdb.Close())
+	}
+	if s.wdb != nil {
+		errs = append(errs, s.wdb.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Ping checks that the database answers (health checks).
+func (s *Store) Ping(ctx context.Context) error { return s.rdb.PingContext(ctx) }
+
+// querier is what both *sql.DB and *sql.Tx offer.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Tx is one write operation's view of a write transaction: the SQL
+// transaction, the operation's clock, and the events it produced.
+type Tx struct {
+	*sql.Tx
+	now    time.Time
+	events []parley.Event
+}
+
+// write runs fn in a write transaction and, after the commit, publishes the
+// events fn appended. fn may run more than once on PostgreSQL (retries), so
+// it must not have side effects outside the transaction.
+func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Context, tx *Tx) error) error {
+	var events []parley.Event
+	var err error
+	if s.gc != nil {
+		events, err = s.gc.do(ctx, fn)
+	} else {
+		events, err = s.writePostgres(ctx, fn)
+	}
+	if err != nil {
+		if parley.ErrorCode(err) == parley.EINTERNAL {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return err
+	}
+	if len(events) > 0 && s.pub != nil {
+		s.pub.Publish(events)
+	}
+	return nil
+}
+
+// isUniqueViolation reports whether err is a unique-constraint failure on
+// either database.
+func isUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || // SQLite
+		strings.Contains(msg, "SQLSTATE 23505") // PostgreSQL (pgconn)
+}
+
+// inClause returns "$n,$n+1,…" placeholders for len(args) arguments starting
+// at position start (1-based).
+func inClause(start, n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "$%d", start+i)
+	}
+	return b.String()
+}
