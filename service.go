@@ -88,6 +88,9 @@ type WorkspaceService interface {
 	// AcceptInvite adds actor to the invite's workspace (a no-op when they
 	// are already a member). Unknown, expired and used-up codes are ENOTFOUND.
 	AcceptInvite(ctx context.Context, actor, code string) (*Workspace, error)
+	// SetMemberRole changes a member's role (admins only). The owner's role
+	// cannot be changed this way, nor can anyone be made owner.
+	SetMemberRole(ctx context.Context, actor, workspaceID, userID string, role Role) error
 }
 
 // NewChannel is the input of channel creation.

@@ -77,7 +77,7 @@ func (s *Store) openSQLite(ctx context.Context, cfg Config) error {
 	if batch <= 0 {
 		batch = 256
 	}
-	s.gc = newGroupCommitter(wdb, batch, s.now, s.log)
+	s.gc = newGroupCommitter(wdb, batch, s.now, s.log, s.pub)
 	return nil
 }
 
@@ -91,6 +91,7 @@ type groupCommitter struct {
 	maxBatch int
 	now      func() time.Time
 	log      *slog.Logger
+	pub      parley.EventPublisher // may be nil
 	quit     chan struct{}
 	done     chan struct{} // closed when run returns
 }
@@ -103,13 +104,14 @@ type writeReq struct {
 	done   chan struct{}
 }
 
-func newGroupCommitter(db *sql.DB, maxBatch int, now func() time.Time, log *slog.Logger) *groupCommitter {
+func newGroupCommitter(db *sql.DB, maxBatch int, now func() time.Time, log *slog.Logger, pub parley.EventPublisher) *groupCommitter {
 	g := &groupCommitter{
 		db:       db,
 		reqs:     make(chan *writeReq, maxBatch),
 		maxBatch: maxBatch,
 		now:      now,
 		log:      log,
+		pub:      pub,
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -117,22 +119,23 @@ func newGroupCommitter(db *sql.DB, maxBatch int, now func() time.Time, log *slog
 	return g
 }
 
-// do queues fn and waits for its batch to commit. If ctx ends first, do
-// returns ctx's error, but a write already queued may still commit.
-func (g *groupCommitter) do(ctx context.Context, fn func(context.Context, *Tx) error) ([]parley.Event, error) {
+// do queues fn and waits for its batch to commit and its events to be
+// published. If ctx ends first, do returns ctx's error, but a write already
+// queued may still commit.
+func (g *groupCommitter) do(ctx context.Context, fn func(context.Context, *Tx) error) error {
 	r := &writeReq{ctx: ctx, fn: fn, done: make(chan struct{})}
 	select {
 	case g.reqs <- r:
 	case <-g.quit:
-		return nil, parley.Errorf(parley.EUNAVAILABLE, "store is shutting down")
+		return parley.Errorf(parley.EUNAVAILABLE, "store is shutting down")
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	select {
 	case <-r.done:
-		return r.events, r.err
+		return r.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 
@@ -231,6 +234,17 @@ func (g *groupCommitter) commit(batch []*writeReq) {
 		g.log.Error("sqlite group commit failed", "batch", len(batch), "err", err)
 		finish(fmt.Errorf("commit: %w", err))
 		return
+	}
+	// Publishing here, in batch order, before anyone is answered, keeps the
+	// bus in commit order: a channel's events leave this node in seq order.
+	if g.pub != nil {
+		var events []parley.Event
+		for _, r := range batch {
+			events = append(events, r.events...)
+		}
+		if len(events) > 0 {
+			g.pub.Publish(events)
+		}
 	}
 	finish(nil)
 }

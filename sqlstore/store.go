@@ -130,26 +130,25 @@ type Tx struct {
 }
 
 // write runs fn in a write transaction and, after the commit, publishes the
-// events fn appended. fn may run more than once on PostgreSQL (retries), so
+// events fn appended (on SQLite in commit order across the whole batch; on
+// PostgreSQL concurrent transactions may publish out of seq order, which the
+// gateway repairs from the log). fn may run more than once on PostgreSQL (retries), so
 // it must not have side effects outside the transaction.
 func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Context, tx *Tx) error) error {
-	var events []parley.Event
 	var err error
 	if s.gc != nil {
-		events, err = s.gc.do(ctx, fn)
+		err = s.gc.do(ctx, fn) // publishes the batch's events itself
 	} else {
+		var events []parley.Event
 		events, err = s.writePostgres(ctx, fn)
-	}
-	if err != nil {
-		if parley.ErrorCode(err) == parley.EINTERNAL {
-			return fmt.Errorf("%s: %w", op, err)
+		if err == nil && len(events) > 0 && s.pub != nil {
+			s.pub.Publish(events)
 		}
-		return err
 	}
-	if len(events) > 0 && s.pub != nil {
-		s.pub.Publish(events)
+	if err != nil && parley.ErrorCode(err) == parley.EINTERNAL {
+		return fmt.Errorf("%s: %w", op, err)
 	}
-	return nil
+	return err
 }
 
 // isUniqueViolation reports whether err is a unique-constraint failure on
