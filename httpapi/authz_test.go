@@ -1,0 +1,347 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"parley"
+	"parley/sqlstore"
+)
+
+// The authorization matrix: every route × five principals, against fresh
+// fixtures in workspace A for every cell (so that archive, delete, leave and
+// logout cannot disturb another cell), on SQLite and on PostgreSQL.
+
+type principal int
+
+const (
+	anonymous  principal = iota // no token
+	outsider                    // a user in no workspace
+	member                      // a member of workspace A
+	admin                       // the owner of workspace A
+	otherAdmin                  // the owner of workspace B
+	numPrincipals
+)
+
+var principalNames = [numPrincipals]string{"anonymous", "outsider", "member", "admin", "other_admin"}
+
+// authzFixture is workspace A with its objects, and workspace B.
+type authzFixture struct {
+	users         [numPrincipals]*account // users[anonymous] is nil
+	extra, extra2 *account                // more members of A, not principals
+	wsA, wsB      *parley.Workspace
+	// pub: public, made by admin, only admin in it. priv: private, made by
+	// admin, with member and extra. secret: private, admin only. dm: admin
+	// and member.
+	pub, priv, secret, dm *parley.Channel
+	// msgPub and msgPriv are admin's; msgPriv is pinned and has admin's
+	// "tada" reaction.
+	msgPub, msgPriv *parley.Message
+	invite          string
+}
+
+func newAuthzFixture(t *testing.T, st parley.Store) *authzFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &authzFixture{}
+	for p := outsider; p < numPrincipals; p++ {
+		f.users[p] = mustAccount(t, st, principalNames[p])
+	}
+	f.extra = mustAccount(t, st, "extra")
+	f.extra2 = mustAccount(t, st, "extra2")
+	adm := f.users[admin]
+	f.wsA = mustWorkspace(t, st, adm)
+	f.wsB = mustWorkspace(t, st, f.users[otherAdmin])
+	mustJoin(t, st, f.wsA, adm, f.users[member], f.extra, f.extra2)
+	f.pub = mustChannel(t, st, f.wsA, adm, parley.KindPublic)
+	f.priv = mustChannel(t, st, f.wsA, adm, parley.KindPrivate)
+	f.secret = mustChannel(t, st, f.wsA, adm, parley.KindPrivate)
+	if _, err := st.AddMembers(ctx, adm.ID, f.priv.ID, []string{f.users[member].ID, f.extra.ID}); err != nil {
+		t.Fatalf("add members: %v", err)
+	}
+	f.msgPub = mustPost(t, st, adm, f.pub, "hello public")
+	f.msgPriv = mustPost(t, st, adm, f.priv, "hello private")
+	if _, err := st.Pin(ctx, adm.ID, f.msgPriv.ID); err != nil {
+		t.Fatalf("pin: %v", err)
+	}
+	if _, err := st.AddReaction(ctx, adm.ID, f.msgPriv.ID, "tada"); err != nil {
+		t.Fatalf("react: %v", err)
+	}
+	dm, _, err := st.OpenDM(ctx, adm.ID, f.wsA.ID, []string{f.users[member].ID})
+	if err != nil {
+		t.Fatalf("open dm: %v", err)
+	}
+	f.dm = dm
+	inv, err := st.CreateInvite(ctx, adm.ID, f.wsA.ID, parley.InviteParams{})
+	if err != nil {
+		t.Fatalf("create invite: %v", err)
+	}
+	f.invite = inv.Code
+	return f
+}
+
+// authzRow is one request, with the expected status for each principal.
+type authzRow struct {
+	method, pattern string // as in the route table, without the prefix
+	variant         string // tells rows of the same route apart
+	path            func(f *authzFixture) string
+	body            func(f *authzFixture) any
+	want            [numPrincipals]int
+	// check, if set, looks further at a response with the expected status.
+	check func(t *testing.T, f *authzFixture, p principal, r *response)
+}
+
+const (
+	s200 = http.StatusOK
+	s201 = http.StatusCreated
+	s204 = http.StatusNoContent
+	s401 = http.StatusUnauthorized
+	s403 = http.StatusForbidden
+	s404 = http.StatusNotFound
+)
+
+// Commonly expected rows of statuses.
+var (
+	allowAll   = [numPrincipals]int{s200, s200, s200, s200, s200}
+	anyUser    = [numPrincipals]int{s401, s200, s200, s200, s200}
+	inA        = [numPrincipals]int{s401, s404, s200, s200, s404} // members of A
+	adminOfA   = [numPrincipals]int{s401, s404, s403, s200, s404} // visible to member, admin only
+	adminOnly  = [numPrincipals]int{s401, s404, s404, s200, s404} // hidden from member too
+	createInA  = [numPrincipals]int{s401, s404, s201, s201, s404}
+	deleteInA  = [numPrincipals]int{s401, s404, s204, s204, s404}
+	joinedOnly = [numPrincipals]int{s401, s404, s403, s201, s404} // posting needs membership
+)
+
+func authzRows() []authzRow {
+	lit := func(s string) func(*authzFixture) string { return func(*authzFixture) string { return s } }
+	ch := func(pick func(f *authzFixture) *parley.Channel, suffix string) func(*authzFixture) string {
+		return func(f *authzFixture) string { return "/channels/" + pick(f).ID + suffix }
+	}
+	msg := func(pick func(f *authzFixture) *parley.Message, suffix string) func(*authzFixture) string {
+		return func(f *authzFixture) string { return "/messages/" + pick(f).ID + suffix }
+	}
+	pub := func(f *authzFixture) *parley.Channel { return f.pub }
+	priv := func(f *authzFixture) *parley.Channel { return f.priv }
+	secret := func(f *authzFixture) *parley.Channel { return f.secret }
+	dm := func(f *authzFixture) *parley.Channel { return f.dm }
+	msgPub := func(f *authzFixture) *parley.Message { return f.msgPub }
+	msgPriv := func(f *authzFixture) *parley.Message { return f.msgPriv }
+	wsA := func(suffix string) func(*authzFixture) string {
+		return func(f *authzFixture) string { return "/workspaces/" + f.wsA.ID + suffix }
+	}
+	body := func(v any) func(*authzFixture) any { return func(*authzFixture) any { return v } }
+	post := func(f *authzFixture) any { return map[string]string{"text": "hi", "client_msg_id": uniq()} }
+
+	return []authzRow{
+		{method: "POST", pattern: "/auth/signup", path: lit("/auth/signup"),
+			body: func(*authzFixture) any {
+				h := "new-" + uniq()
+				return map[string]string{"email": h + "@example.com", "password": testPassword, "name": "New", "handle": h}
+			},
+			want: [numPrincipals]int{s201, s201, s201, s201, s201}},
+		{method: "POST", pattern: "/auth/login", path: lit("/auth/login"),
+			body: func(f *authzFixture) any {
+				return map[string]string{"email": f.users[member].Email, "password": testPassword}
+			},
+			want: allowAll},
+		{method: "POST", pattern: "/auth/logout", path: lit("/auth/logout"),
+			want: [numPrincipals]int{s401, s204, s204, s204, s204}},
+		{method: "GET", pattern: "/me", path: lit("/me"), want: anyUser},
+		{method: "PATCH", pattern: "/me", path: lit("/me"), body: body(map[string]string{"title": "Boss"}), want: anyUser},
+		{method: "PUT", pattern: "/me/status", path: lit("/me/status"),
+			body: body(map[string]string{"emoji": "palm_tree", "text": "away"}), want: anyUser},
+		{method: "POST", pattern: "/users/batch", path: lit("/users/batch"),
+			body: func(f *authzFixture) any { return map[string][]string{"ids": {f.users[member].ID}} },
+			want: anyUser,
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				var out struct{ Users []parley.User }
+				r.decode(t, &out)
+				if visible := p == member || p == admin; visible != (len(out.Users) == 1) {
+					t.Errorf("users/batch as %s: got %d users", principalNames[p], len(out.Users))
+				}
+			}},
+
+		{method: "POST", pattern: "/workspaces", path: lit("/workspaces"),
+			body: func(*authzFixture) any { n := uniq(); return map[string]string{"name": "W " + n, "slug": "w-" + n} },
+			want: [numPrincipals]int{s401, s201, s201, s201, s201}},
+		{method: "GET", pattern: "/workspaces", path: lit("/workspaces"), want: anyUser},
+		{method: "GET", pattern: "/workspaces/{ws}", path: wsA(""), want: inA},
+		{method: "POST", pattern: "/workspaces/{ws}/invites", path: wsA("/invites"), want: createInA},
+		{method: "POST", pattern: "/invites/{code}/accept",
+			path: func(f *authzFixture) string { return "/invites/" + f.invite + "/accept" },
+			want: anyUser},
+		{method: "POST", pattern: "/invites/{code}/accept", variant: "unknown code",
+			path: lit("/invites/nosuchcode/accept"),
+			want: [numPrincipals]int{s401, s404, s404, s404, s404}},
+		{method: "PUT", pattern: "/workspaces/{ws}/members/{user_id}/role",
+			path: func(f *authzFixture) string { return "/workspaces/" + f.wsA.ID + "/members/" + f.extra.ID + "/role" },
+			body: body(map[string]string{"role": "admin"}),
+			want: [numPrincipals]int{s401, s404, s403, s204, s404}},
+		{method: "GET", pattern: "/workspaces/{ws}/users", path: wsA("/users"), want: inA},
+
+		{method: "POST", pattern: "/workspaces/{ws}/channels", path: wsA("/channels"),
+			body: func(*authzFixture) any { return map[string]string{"name": "c-" + uniq(), "kind": "public"} },
+			want: createInA},
+		{method: "POST", pattern: "/dms", path: lit("/dms"),
+			body: func(f *authzFixture) any {
+				return map[string]any{"workspace_id": f.wsA.ID, "user_ids": []string{f.users[admin].ID, f.users[member].ID}}
+			},
+			want: inA,
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				var c parley.Channel
+				r.decode(t, &c)
+				if c.ID != f.dm.ID {
+					t.Errorf("dms as %s: got channel %s, want the existing %s", principalNames[p], c.ID, f.dm.ID)
+				}
+			}},
+		{method: "GET", pattern: "/channels/{id}", variant: "public", path: ch(pub, ""), want: inA},
+		{method: "GET", pattern: "/channels/{id}", variant: "private", path: ch(priv, ""), want: inA},
+		{method: "GET", pattern: "/channels/{id}", variant: "secret", path: ch(secret, ""), want: adminOnly},
+		{method: "GET", pattern: "/channels/{id}", variant: "dm", path: ch(dm, ""), want: inA},
+		{method: "PATCH", pattern: "/channels/{id}", variant: "rename", path: ch(priv, ""),
+			body: func(*authzFixture) any { return map[string]string{"name": "renamed-" + uniq()} },
+			want: adminOfA},
+		{method: "PATCH", pattern: "/channels/{id}", variant: "secret", path: ch(secret, ""),
+			body: body(map[string]string{"topic": "t"}), want: adminOnly},
+		{method: "POST", pattern: "/channels/{id}/archive", path: ch(pub, "/archive"), want: adminOfA},
+		{method: "POST", pattern: "/channels/{id}/archive", variant: "secret", path: ch(secret, "/archive"), want: adminOnly},
+		{method: "POST", pattern: "/channels/{id}/join", path: ch(pub, "/join"), want: inA},
+		{method: "POST", pattern: "/channels/{id}/join", variant: "secret", path: ch(secret, "/join"), want: adminOnly},
+		{method: "POST", pattern: "/channels/{id}/leave", path: ch(priv, "/leave"), want: deleteInA},
+		{method: "POST", pattern: "/channels/{id}/members", path: ch(priv, "/members"),
+			body: func(f *authzFixture) any { return map[string][]string{"user_ids": {f.extra2.ID}} },
+			want: inA},
+		{method: "POST", pattern: "/channels/{id}/members", variant: "not joined", path: ch(pub, "/members"),
+			body: func(f *authzFixture) any { return map[string][]string{"user_ids": {f.extra2.ID}} },
+			want: adminOfA},
+		{method: "DELETE", pattern: "/channels/{id}/members/{user_id}",
+			path: func(f *authzFixture) string { return "/channels/" + f.priv.ID + "/members/" + f.extra.ID },
+			want: [numPrincipals]int{s401, s404, s403, s204, s404}},
+		{method: "GET", pattern: "/channels/{id}/members", variant: "public", path: ch(pub, "/members"), want: inA},
+		{method: "GET", pattern: "/channels/{id}/members", variant: "secret", path: ch(secret, "/members"), want: adminOnly},
+		{method: "POST", pattern: "/channels/{id}/read", path: ch(priv, "/read"), body: body(map[string]int{"seq": 1}), want: inA},
+
+		{method: "POST", pattern: "/channels/{id}/messages", variant: "private", path: ch(priv, "/messages"), body: post, want: createInA},
+		{method: "POST", pattern: "/channels/{id}/messages", variant: "public, not joined", path: ch(pub, "/messages"), body: post, want: joinedOnly},
+		{method: "POST", pattern: "/channels/{id}/messages", variant: "dm", path: ch(dm, "/messages"), body: post, want: createInA},
+		{method: "POST", pattern: "/channels/{id}/messages", variant: "secret", path: ch(secret, "/messages"), body: post,
+			want: [numPrincipals]int{s401, s404, s404, s201, s404}},
+		{method: "GET", pattern: "/channels/{id}/messages", variant: "public", path: ch(pub, "/messages"), want: inA},
+		{method: "GET", pattern: "/channels/{id}/messages", variant: "secret", path: ch(secret, "/messages"), want: adminOnly},
+		{method: "GET", pattern: "/channels/{id}/pins", path: ch(priv, "/pins"), want: inA},
+		{method: "GET", pattern: "/messages/{id}", variant: "private", path: msg(msgPriv, ""), want: inA},
+		{method: "GET", pattern: "/messages/{id}", variant: "public", path: msg(msgPub, ""), want: inA},
+		{method: "PATCH", pattern: "/messages/{id}", path: msg(msgPriv, ""), body: body(map[string]string{"text": "edited"}), want: adminOfA},
+		{method: "DELETE", pattern: "/messages/{id}", path: msg(msgPriv, ""),
+			want: [numPrincipals]int{s401, s404, s403, s204, s404}},
+		{method: "GET", pattern: "/messages/{root}/replies", path: msg(msgPriv, "/replies"), want: inA},
+		{method: "PUT", pattern: "/messages/{id}/reactions/{emoji}", path: msg(msgPriv, "/reactions/thumbsup"), want: inA},
+		{method: "PUT", pattern: "/messages/{id}/reactions/{emoji}", variant: "public, not joined",
+			path: msg(msgPub, "/reactions/"+url.PathEscape("+1")), want: adminOfA},
+		{method: "DELETE", pattern: "/messages/{id}/reactions/{emoji}", path: msg(msgPriv, "/reactions/tada"), want: inA},
+		{method: "PUT", pattern: "/messages/{id}/pin", path: msg(msgPriv, "/pin"), want: inA},
+		{method: "DELETE", pattern: "/messages/{id}/pin", path: msg(msgPriv, "/pin"), want: inA},
+
+		{method: "GET", pattern: "/channels/{id}/events", variant: "private", path: ch(priv, "/events"), want: inA},
+		{method: "GET", pattern: "/channels/{id}/events", variant: "public", path: ch(pub, "/events"), want: inA},
+		{method: "GET", pattern: "/channels/{id}/events", variant: "secret", path: ch(secret, "/events"), want: adminOnly},
+		{method: "POST", pattern: "/sync", path: lit("/sync"),
+			body: func(f *authzFixture) any { return map[string]any{"channels": map[string]int{f.priv.ID: 0}} },
+			want: anyUser,
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				var out struct {
+					Channels map[string]map[string]any
+				}
+				r.decode(t, &out)
+				res := out.Channels[f.priv.ID]
+				if p == member || p == admin {
+					if _, ok := res["events"]; !ok {
+						t.Errorf("sync as %s: got %v, want events", principalNames[p], res)
+					}
+				} else if res["error"] != parley.ENOTFOUND {
+					t.Errorf("sync as %s: got %v, want error not_found", principalNames[p], res)
+				}
+			}},
+		{method: "GET", pattern: "/openapi.json", path: lit("/openapi.json"), want: allowAll},
+	}
+}
+
+// TestAuthzRowsCoverRoutes fails when a route has no row in the matrix, or
+// a row names a route that does not exist.
+func TestAuthzRowsCoverRoutes(t *testing.T) {
+	routes := map[string]bool{}
+	for _, rt := range (&Server{}).routes() {
+		routes[rt.Method+" "+strings.TrimPrefix(rt.Pattern, Prefix)] = false
+	}
+	for _, row := range authzRows() {
+		key := row.method + " " + row.pattern
+		if _, ok := routes[key]; !ok {
+			t.Errorf("matrix row %q names no route", key)
+		}
+		routes[key] = true
+	}
+	for key, covered := range routes {
+		if !covered {
+			t.Errorf("route %s has no row in the authorization matrix", key)
+		}
+	}
+}
+
+func TestAuthzMatrix(t *testing.T) {
+	for _, d := range dialects {
+		t.Run(string(d), func(t *testing.T) {
+			clk := newClock()
+			st := openStore(t, d, clk.Now)
+			e := newEnvWithStore(t, st, clk, func(c *Config) {
+				c.LoginPerAccount = Rate{PerMinute: -1}
+				c.LoginPerIP = Rate{PerMinute: -1}
+				c.SignupPerIP = Rate{PerMinute: -1}
+			})
+			runMatrix(t, e, d)
+		})
+	}
+}
+
+func runMatrix(t *testing.T, e *env, d sqlstore.Dialect) {
+	for _, row := range authzRows() {
+		name := row.method + " " + row.pattern
+		if row.variant != "" {
+			name += " (" + row.variant + ")"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for p := anonymous; p < numPrincipals; p++ {
+				t.Run(principalNames[p], func(t *testing.T) {
+					f := newAuthzFixture(t, e.store)
+					ce := *e
+					ce.t = t
+					token := ""
+					if p != anonymous {
+						token = f.users[p].Token
+					}
+					var b any
+					if row.body != nil {
+						b = row.body(f)
+					}
+					r := ce.call(row.method, row.path(f), token, b)
+					want := row.want[p]
+					if r.Status != want {
+						t.Fatalf("%s %s as %s on %s: status %d, want %d; body %s",
+							row.method, row.pattern, principalNames[p], d, r.Status, want, r.Body)
+					}
+					if want >= 400 {
+						if code := r.errCode(); StatusOf(code) != want {
+							t.Errorf("error code %q does not match status %d", code, want)
+						}
+					}
+					if row.check != nil && want < 300 {
+						row.check(t, f, p, r)
+					}
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,80 @@
+package httpapi
+
+import "net/http"
+
+// Prefix is the path prefix of every route.
+const Prefix = "/api/v1"
+
+// route is one endpoint: the mux pattern, whether it needs a session, and a
+// one-line summary. The OpenAPI test and the authorization matrix test both
+// walk this table, so an endpoint cannot be added without being documented
+// and put through the matrix.
+type route struct {
+	Method  string
+	Pattern string // with the /api/v1 prefix, ServeMux syntax
+	Auth    bool
+	Summary string
+	Handle  handlerFunc
+}
+
+// routes returns the route table.
+func (s *Server) routes() []route {
+	const (
+		get, post, put, patch, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
+		public, authed             = false, true
+	)
+	r := func(method, path string, auth bool, summary string, h handlerFunc) route {
+		return route{Method: method, Pattern: Prefix + path, Auth: auth, Summary: summary, Handle: h}
+	}
+	return []route{
+		// Accounts and sessions.
+		r(post, "/auth/signup", public, "Create an account and a session", s.signup),
+		r(post, "/auth/login", public, "Log in and get a session token", s.login),
+		r(post, "/auth/logout", authed, "Revoke the calling token", s.logout),
+		r(get, "/me", authed, "The caller's own user", s.getMe),
+		r(patch, "/me", authed, "Update the caller's profile", s.updateMe),
+		r(put, "/me/status", authed, "Set the caller's custom status", s.setStatus),
+		r(post, "/users/batch", authed, "Users by id, among those sharing a workspace with the caller", s.usersBatch),
+
+		// Workspaces.
+		r(post, "/workspaces", authed, "Create a workspace owned by the caller", s.createWorkspace),
+		r(get, "/workspaces", authed, "The caller's workspaces", s.listWorkspaces),
+		r(get, "/workspaces/{ws}", authed, "One workspace", s.getWorkspace),
+		r(post, "/workspaces/{ws}/invites", authed, "Create an invite code", s.createInvite),
+		r(post, "/invites/{code}/accept", authed, "Join a workspace with an invite code", s.acceptInvite),
+		r(put, "/workspaces/{ws}/members/{user_id}/role", authed, "Change a member's role", s.setMemberRole),
+		r(get, "/workspaces/{ws}/users", authed, "Page through the workspace directory", s.listWorkspaceUsers),
+
+		// Channels.
+		r(post, "/workspaces/{ws}/channels", authed, "Create a public or private channel", s.createChannel),
+		r(post, "/dms", authed, "Open (or find) a DM or group DM", s.openDM),
+		r(get, "/channels/{id}", authed, "One channel", s.getChannel),
+		r(patch, "/channels/{id}", authed, "Rename a channel or change its topic or purpose", s.updateChannel),
+		r(post, "/channels/{id}/archive", authed, "Archive a channel", s.archiveChannel),
+		r(post, "/channels/{id}/join", authed, "Join a public channel", s.joinChannel),
+		r(post, "/channels/{id}/leave", authed, "Leave a channel", s.leaveChannel),
+		r(post, "/channels/{id}/members", authed, "Add members to a channel", s.addMembers),
+		r(del, "/channels/{id}/members/{user_id}", authed, "Remove a member from a channel", s.removeMember),
+		r(get, "/channels/{id}/members", authed, "Page through a channel's members", s.listMembers),
+		r(post, "/channels/{id}/read", authed, "Move the caller's read marker", s.markRead),
+
+		// Messages.
+		r(post, "/channels/{id}/messages", authed, "Post a message (idempotent per client_msg_id)", s.postMessage),
+		r(get, "/channels/{id}/messages", authed, "A page of channel history", s.listMessages),
+		r(get, "/channels/{id}/pins", authed, "A channel's pinned messages", s.listPins),
+		r(get, "/messages/{id}", authed, "One message", s.getMessage),
+		r(patch, "/messages/{id}", authed, "Edit a message", s.editMessage),
+		r(del, "/messages/{id}", authed, "Delete a message", s.deleteMessage),
+		r(get, "/messages/{root}/replies", authed, "A page of a thread's replies", s.listReplies),
+		r(put, "/messages/{id}/reactions/{emoji}", authed, "Add the caller's reaction", s.addReaction),
+		r(del, "/messages/{id}/reactions/{emoji}", authed, "Remove the caller's reaction", s.removeReaction),
+		r(put, "/messages/{id}/pin", authed, "Pin a message", s.pin),
+		r(del, "/messages/{id}/pin", authed, "Unpin a message", s.unpin),
+
+		// Catch-up.
+		r(get, "/channels/{id}/events", authed, "A page of a channel's durable event log", s.listEvents),
+		r(post, "/sync", authed, "Missed events of many channels", s.sync),
+
+		r(get, "/openapi.json", public, "This API's OpenAPI document", s.openAPI),
+	}
+}

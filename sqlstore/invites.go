@@ -1,0 +1,166 @@
+package sqlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"parley"
+)
+
+// Workspace invites. A code is shown once, to its creator; the store keeps
+// only its SHA-256, so a leaked table lets nobody in.
+
+// maxInviteTTL bounds expires_in_s.
+const maxInviteTTL = 30 * 24 * time.Hour
+
+var inviteEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// newInviteCode returns a fresh code: 16 random bytes, lower-case base32.
+func newInviteCode() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("new invite code: %w", err)
+	}
+	return strings.ToLower(inviteEncoding.EncodeToString(b)), nil
+}
+
+// hashInviteCode is the stored form of a code.
+func hashInviteCode(code string) string {
+	sum := sha256.Sum256([]byte(code))
+	return hex.EncodeToString(sum[:])
+}
+
+// CreateInvite makes a multi-use code for the workspace. Any member but a
+// guest may invite.
+func (s *Store) CreateInvite(ctx context.Context, actor, workspaceID string, p parley.InviteParams) (*parley.Invite, error) {
+	var out *parley.Invite
+	err := s.write(ctx, "create invite", func(ctx context.Context, tx *Tx) error {
+		role, err := workspaceRole(ctx, tx, workspaceID, actor)
+		if err != nil {
+			return err
+		}
+		if role == parley.RoleGuest {
+			return parley.Errorf(parley.EFORBIDDEN, "guests may not invite")
+		}
+		if p.MaxUses < 0 {
+			return parley.Errorf(parley.EINVALID, "max_uses must not be negative")
+		}
+		ttl := time.Duration(p.ExpiresInS) * time.Second
+		switch {
+		case p.ExpiresInS == 0:
+			ttl = parley.DefaultInviteTTL
+		case p.ExpiresInS < 0 || ttl > maxInviteTTL:
+			return parley.Errorf(parley.EINVALID, "expires_in_s must be between 1 and %d", int(maxInviteTTL/time.Second))
+		}
+		code, err := newInviteCode()
+		if err != nil {
+			return err
+		}
+		now := fromMicros(micros(tx.now))
+		inv := &parley.Invite{
+			Code:        code,
+			WorkspaceID: workspaceID,
+			MaxUses:     p.MaxUses,
+			ExpiresAt:   now.Add(ttl),
+			CreatedBy:   actor,
+			CreatedAt:   now,
+		}
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO invites (workspace_id, code_hash, created_by, max_uses, uses, expires_at, created_at)
+			 VALUES ($1, $2, $3, $4, 0, $5, $6)`,
+			workspaceID, hashInviteCode(code), actor, p.MaxUses, micros(inv.ExpiresAt), micros(now)); err != nil {
+			return fmt.Errorf("insert invite: %w", err)
+		}
+		out = inv
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AcceptInvite adds actor to the invite's workspace as a member, spends one
+// use, and joins them to #general. A member accepting again gets the
+// workspace back and spends nothing.
+func (s *Store) AcceptInvite(ctx context.Context, actor, code string) (*parley.Workspace, error) {
+	hash := hashInviteCode(strings.ToLower(strings.TrimSpace(code)))
+	gone := func() error { return parley.Errorf(parley.ENOTFOUND, "invite not found or expired") }
+	var out *parley.Workspace
+	err := s.write(ctx, "accept invite", func(ctx context.Context, tx *Tx) error {
+		u, err := activeUser(ctx, tx, actor)
+		if err != nil {
+			return err
+		}
+		var workspaceID string
+		var maxUses, uses, expires int64
+		err = tx.QueryRowContext(ctx,
+			`SELECT workspace_id, max_uses, uses, expires_at FROM invites WHERE code_hash = $1`, hash).
+			Scan(&workspaceID, &maxUses, &uses, &expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			return gone()
+		}
+		if err != nil {
+			return fmt.Errorf("load invite: %w", err)
+		}
+		if expires <= micros(tx.now) || (maxUses > 0 && uses >= maxUses) {
+			return gone()
+		}
+		if w, err := loadWorkspace(ctx, tx, actor, workspaceID); err == nil {
+			out = w // already a member
+			return nil
+		} else if parley.ErrorCode(err) != parley.ENOTFOUND {
+			return err
+		}
+		// The WHERE makes the last use safe against concurrent accepts.
+		res, err := tx.ExecContext(ctx,
+			`UPDATE invites SET uses = uses + 1 WHERE code_hash = $1 AND (max_uses = 0 OR uses < max_uses)`, hash)
+		if err != nil {
+			return fmt.Errorf("use invite: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return gone()
+		}
+		if err := tx.joinWorkspace(ctx, workspaceID, u, parley.RoleMember); err != nil {
+			return err
+		}
+		if err := tx.joinGeneral(ctx, workspaceID, actor); err != nil {
+			return err
+		}
+		w, err := loadWorkspace(ctx, tx, actor, workspaceID)
+		if err != nil {
+			return err
+		}
+		out = w
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// joinGeneral adds a newcomer to the workspace's #general, if it still
+// exists as an active public channel.
+func (tx *Tx) joinGeneral(ctx context.Context, workspaceID, userID string) error {
+	ch, err := scanChannel(tx.QueryRowContext(ctx, `SELECT `+channelColumns+channelFrom+`
+		WHERE c.workspace_id = $2 AND c.name = $3 AND c.kind = $4
+		  AND c.dm_key IS NULL AND c.archived_at IS NULL`,
+		userID, workspaceID, generalChannel, string(parley.KindPublic)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load general channel: %w", err)
+	}
+	_, err = tx.addMember(ctx, ch, userID, userID)
+	return err
+}

@@ -1,0 +1,90 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+
+	"parley"
+)
+
+// Pins: any channel member may pin or unpin a live message (a reply too).
+
+// Pin pins a message; pinning it again changes nothing and writes no event.
+// It returns the message as actor sees it.
+func (s *Store) Pin(ctx context.Context, actor, messageID string) (*parley.Message, error) {
+	return s.pin(ctx, actor, messageID, true)
+}
+
+// Unpin unpins a message; unpinning one that is not pinned changes nothing.
+func (s *Store) Unpin(ctx context.Context, actor, messageID string) (*parley.Message, error) {
+	return s.pin(ctx, actor, messageID, false)
+}
+
+func (s *Store) pin(ctx context.Context, actor, messageID string, pin bool) (*parley.Message, error) {
+	op, typ := "pin message", parley.EventPinAdded
+	if !pin {
+		op, typ = "unpin message", parley.EventPinRemoved
+	}
+	var out *parley.Message
+	err := s.write(ctx, op, func(ctx context.Context, tx *Tx) error {
+		out = nil
+		m, a, err := visibleMessage(ctx, tx, actor, messageID, true)
+		if err != nil {
+			return err
+		}
+		if err := a.requireMember(); err != nil {
+			return err
+		}
+		if err := a.requireActive(); err != nil {
+			return err
+		}
+		query := `DELETE FROM pins WHERE workspace_id = $1 AND message_id = $2`
+		args := []any{m.WorkspaceID, m.ID}
+		if pin {
+			query = `INSERT INTO pins (workspace_id, message_id, channel_id, pinned_by, pinned_at)
+				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
+			args = append(args, m.ChannelID, actor, micros(tx.now))
+		}
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		} else if n > 0 {
+			if _, err := tx.appendEvent(ctx, m.WorkspaceID, m.ChannelID, typ, func(seq int64) any {
+				return parley.PinEventData{ChannelID: m.ChannelID, Seq: seq, MessageID: m.ID, UserID: actor}
+			}); err != nil {
+				return err
+			}
+		}
+		if err := decorateOne(ctx, tx, actor, m); err != nil {
+			return err
+		}
+		out = m
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ListPins returns a channel's pinned live messages in the order they were
+// pinned.
+func (s *Store) ListPins(ctx context.Context, actor, channelID string) (*parley.MessagePage, error) {
+	if _, err := loadChannel(ctx, s.rdb, actor, channelID); err != nil {
+		return nil, err
+	}
+	msgs, err := queryMessages(ctx, s.rdb, `SELECT `+messageColumns+` FROM pins p
+		JOIN messages msg ON msg.workspace_id = p.workspace_id AND msg.id = p.message_id
+		WHERE p.channel_id = $1 AND msg.deleted_at IS NULL
+		ORDER BY p.pinned_at, msg.seq`, channelID)
+	if err != nil {
+		return nil, fmt.Errorf("list pins: %w", err)
+	}
+	if err := decorate(ctx, s.rdb, actor, msgs); err != nil {
+		return nil, err
+	}
+	return &parley.MessagePage{Messages: msgs}, nil
+}

@@ -1,0 +1,155 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+
+	"parley"
+)
+
+// Reactions, and decorate: the one place that fills in a message's
+// reactions (as seen by the reader) and pin state, for every read.
+
+// AddReaction adds actor's emoji to a message; adding it again changes
+// nothing and writes no event. It returns the message as actor sees it.
+func (s *Store) AddReaction(ctx context.Context, actor, messageID, emoji string) (*parley.Message, error) {
+	return s.react(ctx, actor, messageID, emoji, true)
+}
+
+// RemoveReaction takes actor's emoji off a message; removing one that is not
+// there changes nothing and writes no event.
+func (s *Store) RemoveReaction(ctx context.Context, actor, messageID, emoji string) (*parley.Message, error) {
+	return s.react(ctx, actor, messageID, emoji, false)
+}
+
+func (s *Store) react(ctx context.Context, actor, messageID, emoji string, add bool) (*parley.Message, error) {
+	if err := parley.ValidateEmoji(emoji); err != nil {
+		return nil, err
+	}
+	op, typ := "add reaction", parley.EventReactionAdded
+	if !add {
+		op, typ = "remove reaction", parley.EventReactionRemoved
+	}
+	var out *parley.Message
+	err := s.write(ctx, op, func(ctx context.Context, tx *Tx) error {
+		out = nil
+		m, a, err := visibleMessage(ctx, tx, actor, messageID, true)
+		if err != nil {
+			return err
+		}
+		if err := a.requireMember(); err != nil {
+			return err
+		}
+		if err := a.requireActive(); err != nil {
+			return err
+		}
+		query := `DELETE FROM reactions WHERE workspace_id = $1 AND message_id = $2 AND emoji = $3 AND user_id = $4`
+		args := []any{m.WorkspaceID, m.ID, emoji, actor}
+		if add {
+			query = `INSERT INTO reactions (workspace_id, message_id, emoji, user_id, created_at)
+				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
+			args = append(args, micros(tx.now))
+		}
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		} else if n > 0 {
+			if _, err := tx.appendEvent(ctx, m.WorkspaceID, m.ChannelID, typ, func(seq int64) any {
+				return parley.ReactionEventData{ChannelID: m.ChannelID, Seq: seq, MessageID: m.ID, Emoji: emoji, UserID: actor}
+			}); err != nil {
+				return err
+			}
+		}
+		if err := decorateOne(ctx, tx, actor, m); err != nil {
+			return err
+		}
+		out = m
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// decorateChunk bounds the ids of one decoration query (placeholder limits).
+const decorateChunk = 500
+
+// decorate fills in Reactions (per emoji: count and whether actor reacted,
+// in order of each emoji's first reaction) and Pinned on msgs, which must
+// all belong to one workspace. It costs two queries per 500 messages.
+func decorate(ctx context.Context, q querier, actor string, msgs []parley.Message) error {
+	for len(msgs) > decorateChunk {
+		if err := decorate(ctx, q, actor, msgs[:decorateChunk]); err != nil {
+			return err
+		}
+		msgs = msgs[decorateChunk:]
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	byID := make(map[string]*parley.Message, len(msgs))
+	args := make([]any, 0, len(msgs)+2)
+	args = append(args, actor, msgs[0].WorkspaceID)
+	for i := range msgs {
+		m := &msgs[i]
+		m.Reactions, m.Pinned = []parley.Reaction{}, false
+		byID[m.ID] = m
+		args = append(args, m.ID)
+	}
+	rows, err := q.QueryContext(ctx, `SELECT message_id, emoji, COUNT(*),
+			MAX(CASE WHEN user_id = $1 THEN 1 ELSE 0 END), MIN(created_at)
+		FROM reactions WHERE workspace_id = $2 AND message_id IN (`+inClause(3, len(msgs))+`)
+		GROUP BY message_id, emoji ORDER BY MIN(created_at), emoji`, args...)
+	if err != nil {
+		return fmt.Errorf("load reactions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, emoji string
+		var count, me, first int64
+		if err := rows.Scan(&id, &emoji, &count, &me, &first); err != nil {
+			return fmt.Errorf("load reactions: %w", err)
+		}
+		if m := byID[id]; m != nil {
+			m.Reactions = append(m.Reactions, parley.Reaction{Emoji: emoji, Count: int(count), Me: me == 1})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load reactions: %w", err)
+	}
+	rows.Close()
+
+	rows, err = q.QueryContext(ctx, `SELECT message_id FROM pins
+		WHERE workspace_id = $1 AND message_id IN (`+inClause(2, len(msgs))+`)`, args[1:]...)
+	if err != nil {
+		return fmt.Errorf("load pins: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return fmt.Errorf("load pins: %w", err)
+		}
+		if m := byID[id]; m != nil {
+			m.Pinned = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load pins: %w", err)
+	}
+	return nil
+}
+
+// decorateOne decorates a single message in place.
+func decorateOne(ctx context.Context, q querier, actor string, m *parley.Message) error {
+	one := []parley.Message{*m}
+	if err := decorate(ctx, q, actor, one); err != nil {
+		return err
+	}
+	*m = one[0]
+	return nil
+}
