@@ -61,7 +61,7 @@ func (s *Store) writePostgresOnce(ctx context.Context, fn func(context.Context, 
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	tx := &Tx{Tx: sqlTx, now: s.now()}
+	tx := &Tx{Tx: sqlTx, now: txTime(s.now())}
 	if err := fn(ctx, tx); err != nil {
 		sqlTx.Rollback()
 		return nil, err

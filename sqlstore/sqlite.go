@@ -202,7 +202,7 @@ func (g *groupCommitter) commit(batch []*writeReq) {
 		finish(fmt.Errorf("begin: %w", err))
 		return
 	}
-	now := g.now()
+	now := txTime(g.now())
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			r.err = err

@@ -129,6 +129,11 @@ type Tx struct {
 	events []parley.Event
 }
 
+// txTime is a write transaction's clock reading: UTC and whole
+// microseconds, exactly what the database stores, so that values returned
+// from a write equal those read back later.
+func txTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
 // write runs fn in a write transaction and, after the commit, publishes the
 // events fn appended (on SQLite in commit order across the whole batch; on
 // PostgreSQL concurrent transactions may publish out of seq order, which the

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func envFrom(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func parse(t *testing.T, args []string, env map[string]string) (serveOptions, error) {
+	t.Helper()
+	var o serveOptions
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	o.register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %v: %v", args, err)
+	}
+	if err := applyEnv(fs, envFrom(env)); err != nil {
+		return o, err
+	}
+	return o, o.validate()
+}
+
+func TestFlagEnvPrecedence(t *testing.T) {
+	o, err := parse(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Listen != "127.0.0.1:8080" || o.Admin != "127.0.0.1:9091" || o.DataDir != "./data" ||
+		o.DB != "" || o.NATS != "" || o.Demo || o.LogLevel != "info" || o.LogFormat != "text" {
+		t.Fatalf("defaults: %+v", o)
+	}
+	if o.sqlitePath() != "data/parley.db" {
+		t.Fatalf("sqlite path %q", o.sqlitePath())
+	}
+
+	env := map[string]string{
+		"PARLEY_LISTEN":     "127.0.0.1:7000",
+		"PARLEY_ADMIN":      "off",
+		"PARLEY_DATA":       "/var/lib/parley",
+		"PARLEY_DB":         "postgres://u@db/parley",
+		"PARLEY_NATS":       "nats://bus:4222",
+		"PARLEY_DEMO":       "true",
+		"PARLEY_LOG_LEVEL":  "debug",
+		"PARLEY_LOG_FORMAT": "json",
+	}
+	o, err = parse(t, nil, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Listen != "127.0.0.1:7000" || o.Admin != "" || o.DataDir != "/var/lib/parley" ||
+		o.DB != "postgres://u@db/parley" || o.NATS != "nats://bus:4222" || !o.Demo ||
+		o.LogLevel != "debug" || o.LogFormat != "json" {
+		t.Fatalf("from env: %+v", o)
+	}
+
+	o, err = parse(t, []string{"--listen", ":0", "--demo=false", "--log-format", "text", "--admin", ""}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Listen != ":0" || o.Demo || o.LogFormat != "text" || o.Admin != "" || o.LogLevel != "debug" {
+		t.Fatalf("flags over env: %+v", o)
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--log-format", "xml"}, nil, "--log-format"},
+		{[]string{"--log-level", "loud"}, nil, "--log-level"},
+		{[]string{"--db", "mysql://x"}, nil, "postgres://"},
+		{[]string{"--listen", ""}, nil, "--listen"},
+		{[]string{"--data", ""}, nil, "--data"},
+		{nil, map[string]string{"PARLEY_DEMO": "maybe"}, "PARLEY_DEMO"},
+	} {
+		_, err := parse(t, tc.args, tc.env)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %v: err %v, want one mentioning %s", tc.args, tc.env, err, tc.want)
+		}
+	}
+}
+
+func TestDisplayAddr(t *testing.T) {
+	for _, tc := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, "127.0.0.1:8080"},
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 80}, "127.0.0.1:80"},
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 80}, "127.0.0.1:80"},
+		{&net.TCPAddr{IP: net.IPv6loopback, Port: 9}, "[::1]:9"},
+	} {
+		if got := displayAddr(tc.addr); got != tc.want {
+			t.Errorf("displayAddr(%v) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	got := redactURL("postgres://parley:hunter2@db:5432/parley")
+	if strings.Contains(got, "hunter2") {
+		t.Fatalf("password in %q", got)
+	}
+}
+
+func TestRootHandler(t *testing.T) {
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("api " + r.URL.Path)) })
+	h := rootHandler(api)
+	get := func(method, path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+		return rec
+	}
+	rec := get("GET", "/")
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "Parley is running") ||
+		!strings.Contains(rec.Body.String(), `href="/api/v1/openapi.json"`) ||
+		!strings.Contains(rec.Body.String(), "web client is not built yet") {
+		t.Fatalf("landing: %d %s", rec.Code, rec.Body)
+	}
+	if csp := rec.Header().Get("Content-Security-Policy"); !strings.HasPrefix(csp, "default-src 'none'") || strings.Contains(csp, "script-src") {
+		t.Fatalf("landing CSP %q", csp)
+	}
+	if rec := get("GET", "/api/v1/me"); rec.Body.String() != "api /api/v1/me" {
+		t.Fatalf("/api/v1/ not routed to the API: %s", rec.Body)
+	}
+	rec = get("GET", "/favicon.ico")
+	if rec.Code != 404 || rec.Header().Get("Content-Type") != "application/json" ||
+		!bytes.Contains(rec.Body.Bytes(), []byte(`"code":"not_found"`)) {
+		t.Fatalf("404: %d %q %s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+	}
+	if rec := get("POST", "/"); rec.Code != 405 || rec.Header().Get("Allow") == "" {
+		t.Fatalf("POST /: %d", rec.Code)
+	}
+}
