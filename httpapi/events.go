@@ -27,7 +27,7 @@ func logEntries(events []parley.Event) []logEntry {
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, c *caller) error {
-	after, err := querySeq(r, "after_seq")
+	after, err := queryAfter(r)
 	if err != nil {
 		return err
 	}

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -179,8 +179,9 @@ func (e *env) must(want int, method, path, token string, body, out any) *respons
 
 var seq atomic.Int64
 
-// uniq returns a short unique suffix for handles, emails and slugs.
-func uniq() string { return strconv.FormatInt(seq.Add(1), 36) + strconv.FormatInt(time.Now().UnixNano()%1e6, 36) }
+// uniq returns a unique suffix for handles, emails and slugs. The fixed
+// width keeps one suffix from being a prefix of another (directory search).
+func uniq() string { return fmt.Sprintf("%06d", seq.Add(1)) }
 
 // testPassword is the password of every user made by the helpers.
 const testPassword = "correct horse battery"

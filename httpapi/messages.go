@@ -52,7 +52,7 @@ func (s *Server) listPins(w http.ResponseWriter, r *http.Request, c *caller) err
 }
 
 func (s *Server) listReplies(w http.ResponseWriter, r *http.Request, c *caller) error {
-	after, err := querySeq(r, "after_seq")
+	after, err := queryAfter(r)
 	if err != nil {
 		return err
 	}

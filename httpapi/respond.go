@@ -150,6 +150,16 @@ func querySeq(r *http.Request, name string) (int64, error) {
 	return n, err
 }
 
+// queryAfter reads after_seq, or else cursor: on the endpoints that page
+// forward by seq, next_cursor is the after_seq of the next page, so generic
+// cursor paging works as well.
+func queryAfter(r *http.Request) (int64, error) {
+	if r.URL.Query().Has("after_seq") {
+		return querySeq(r, "after_seq")
+	}
+	return querySeq(r, "cursor")
+}
+
 // queryLimit reads limit; the store clamps it to the paging bounds.
 func queryLimit(r *http.Request) (int, error) {
 	n, err := queryInt(r, "limit")

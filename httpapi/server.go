@@ -148,29 +148,28 @@ type caller struct {
 type handlerFunc func(w http.ResponseWriter, r *http.Request, c *caller) error
 
 // buildHandler registers every route of the table on a ServeMux and wraps it
-// with the parts every response shares.
+// with the headers every response shares.
 func (s *Server) buildHandler() http.Handler {
 	mux := http.NewServeMux()
-	methods := map[string]bool{}
+	var methods []string
 	for _, rt := range s.routes() {
-		methods[rt.Method] = true
+		if !slices.Contains(methods, rt.Method) {
+			methods = append(methods, rt.Method)
+		}
 		mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
 	}
-	allMethods := make([]string, 0, len(methods))
-	for m := range methods {
-		allMethods = append(allMethods, m)
-	}
+	slices.Sort(methods)
+	// Whatever no route takes lands here (the least specific pattern).
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.unmatched(w, r, mux, methods)
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Type", "application/json")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Cache-Control", "no-store")
 		h.Set("Referrer-Policy", "no-referrer")
-		if _, pattern := mux.Handler(r); pattern != "" {
-			mux.ServeHTTP(w, r)
-			return
-		}
-		s.unmatched(w, r, mux, allMethods)
+		mux.ServeHTTP(w, r)
 	})
 }
 
@@ -182,14 +181,13 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, mux *http.Ser
 	for _, m := range methods {
 		probe := r.Clone(r.Context())
 		probe.Method = m
-		if _, pattern := mux.Handler(probe); pattern != "" {
+		if _, pattern := mux.Handler(probe); pattern != "/" {
 			allowed = append(allowed, m)
 		}
 	}
 	status := http.StatusNotFound
 	if len(allowed) > 0 {
 		status = http.StatusMethodNotAllowed
-		slices.Sort(allowed)
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		writeJSON(w, status, errorBody(parley.EINVALID, "method not allowed"))
 	} else {

@@ -39,6 +39,7 @@ const (
 	DefaultReconnectWait    = time.Second
 	DefaultReconnectBufSize = 8 << 20 // bytes kept while disconnected
 	DefaultMaxPayload       = 8 << 20 // embedded server only
+	DefaultWriteTimeout     = 5 * time.Second
 )
 
 // Config says which NATS to use. The zero value runs an embedded server.
@@ -67,6 +68,10 @@ type Config struct {
 	// MaxPayload is the largest message the embedded server accepts
 	// (default 8 MiB). An external server sets its own.
 	MaxPayload int32
+	// WriteTimeout bounds a write to a stalled server (default 5 s): a
+	// publisher is held up at most that long before the connection is
+	// dropped, reconnected, and publishes buffered meanwhile.
+	WriteTimeout time.Duration
 }
 
 // Bus publishes events to NATS and subscribes to topics. It is safe for
@@ -101,6 +106,9 @@ func Start(cfg Config) (*Bus, error) {
 	if cfg.MaxPayload <= 0 {
 		cfg.MaxPayload = DefaultMaxPayload
 	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
 	b := &Bus{
 		log:     cfg.Logger.With("component", "bus"),
 		metrics: newMetrics(cfg.Registerer),
@@ -112,6 +120,7 @@ func Start(cfg Config) (*Bus, error) {
 		nats.MaxReconnects(-1), // forever
 		nats.ReconnectWait(cfg.ReconnectWait),
 		nats.ReconnectBufSize(cfg.ReconnectBufSize),
+		nats.FlusherTimeout(cfg.WriteTimeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				b.log.Warn("bus disconnected", "err", err)

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -22,10 +23,17 @@ import (
 
 // PostMessage stores a message (or a reply when m.ThreadRootID is set) and
 // appends its message.created event, whose seq becomes the message's seq.
+//
 // With a client_msg_id already used by actor in the channel it returns the
 // first message, created false, whatever the text; if that message has since
 // been deleted the answer is ECONFLICT (a retry must not resurrect it, and a
-// deleted message has nothing to show).
+// deleted message has nothing to show). The common case, a new id, costs no
+// lookup: the unique index on (channel, sender, client_msg_id) finds
+// repeats. A repeat's write is then undone (errDuplicate) and the first
+// message read once the write has returned, by which time it is committed
+// on both databases (SQLite: earlier in the same batch or before; PostgreSQL:
+// the index waits for the first writer to commit). A repeat that would fail
+// validation looks the first message up inside the write instead.
 func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm parley.NewMessage) (*parley.Message, bool, error) {
 	if err := parley.ValidateClientMsgID(nm.ClientMsgID); err != nil {
 		return nil, false, err
@@ -46,18 +54,21 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		if err := a.requireActive(); err != nil {
 			return err
 		}
-		if nm.ClientMsgID != "" {
-			// On PostgreSQL a concurrent post with the same id makes our
-			// INSERT fail on the unique index; the write is retried and
-			// this lookup then finds the winner's message.
-			m, err := postedBefore(ctx, tx, actor, a.ch, nm.ClientMsgID)
-			if err != nil || m != nil {
-				msg = m
-				return err
+		// Refusals that a repeat must not see: nothing is written yet, so
+		// the first message can be returned from inside this write.
+		refuse := func(cause error) error {
+			if nm.ClientMsgID == "" {
+				return cause
 			}
+			m, err := postedBefore(ctx, tx, actor, a.ch.ID, nm.ClientMsgID)
+			if err != nil || m == nil {
+				return cmp.Or(err, cause)
+			}
+			msg = m
+			return nil
 		}
 		if err := parley.ValidateMessageText(nm.Text); err != nil {
-			return err
+			return refuse(err)
 		}
 		now := fromMicros(micros(tx.now)) // what a later read returns
 		m := &parley.Message{
@@ -73,6 +84,9 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		}
 		if m.ThreadRootID != "" {
 			if err := tx.countReply(ctx, a.ch, m.ThreadRootID); err != nil {
+				if parley.ErrorCode(err) != parley.EINTERNAL {
+					return refuse(err)
+				}
 				return err
 			}
 		}
@@ -88,26 +102,36 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 			m.WorkspaceID, m.ID, m.ChannelID, m.Seq, actor, m.Text,
 			nullString(m.ClientMsgID), nullString(m.ThreadRootID), micros(now)); err != nil {
 			if isUniqueViolation(err) && nm.ClientMsgID != "" {
-				return err // PostgreSQL retries; the lookup then answers
+				return errDuplicate // undoes the seq and the event
 			}
 			return fmt.Errorf("insert message: %w", err)
 		}
 		msg, created = m, true
 		return nil
 	})
+	if errors.Is(err, errDuplicate) {
+		m, err := postedBefore(ctx, s.rdb, actor, channelID, nm.ClientMsgID)
+		if err == nil && m == nil {
+			err = fmt.Errorf("post message: client_msg_id %q is taken but its message is not found", nm.ClientMsgID)
+		}
+		return m, false, err
+	}
 	if err != nil {
 		return nil, false, err
 	}
 	return msg, created, nil
 }
 
-// postedBefore returns actor's message with that client_msg_id in ch,
-// decorated for actor, or nil when there is none.
-func postedBefore(ctx context.Context, q querier, actor string, ch *parley.Channel, clientMsgID string) (*parley.Message, error) {
+// errDuplicate undoes a post whose client_msg_id turned out to be taken.
+var errDuplicate = errors.New("client_msg_id already used")
+
+// postedBefore returns actor's message with that client_msg_id in the
+// channel, decorated for actor, or nil when there is none.
+func postedBefore(ctx context.Context, q querier, actor, channelID, clientMsgID string) (*parley.Message, error) {
 	m, deleted, err := scanMessage(q.QueryRowContext(ctx,
 		`SELECT `+messageColumns+` FROM messages msg
 		 WHERE msg.channel_id = $1 AND msg.user_id = $2 AND msg.client_msg_id = $3`,
-		ch.ID, actor, clientMsgID))
+		channelID, actor, clientMsgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -92,6 +92,7 @@ type groupCommitter struct {
 	now      func() time.Time
 	log      *slog.Logger
 	pub      parley.EventPublisher // may be nil
+	stmts    *stmtCache            // used only by the run goroutine and the writes it runs
 	quit     chan struct{}
 	done     chan struct{} // closed when run returns
 }
@@ -112,6 +113,7 @@ func newGroupCommitter(db *sql.DB, maxBatch int, now func() time.Time, log *slog
 		now:      now,
 		log:      log,
 		pub:      pub,
+		stmts:    newStmtCache(db, log),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -150,6 +152,7 @@ func (g *groupCommitter) close() {
 
 func (g *groupCommitter) run() {
 	defer close(g.done)
+	defer g.stmts.close()
 	batch := make([]*writeReq, 0, g.maxBatch)
 	for {
 		select {
@@ -169,6 +172,7 @@ func (g *groupCommitter) run() {
 			}
 		}
 		g.commit(batch)
+		g.stmts.preparePending(context.Background())
 		clear(batch)
 	}
 }
@@ -203,20 +207,21 @@ func (g *groupCommitter) commit(batch []*writeReq) {
 		return
 	}
 	now := txTime(g.now())
+	base := &Tx{Tx: sqlTx, stmts: g.stmts} // savepoints, prepared once
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			r.err = err
 			continue
 		}
-		if _, err := sqlTx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+		if _, err := base.ExecContext(ctx, "SAVEPOINT w"); err != nil {
 			sqlTx.Rollback()
 			finish(fmt.Errorf("savepoint: %w", err))
 			return
 		}
-		tx := &Tx{Tx: sqlTx, now: now}
+		tx := &Tx{Tx: sqlTx, now: now, stmts: g.stmts}
 		if err := r.fn(r.ctx, tx); err != nil {
 			r.err = err
-			if _, rbErr := sqlTx.ExecContext(ctx, "ROLLBACK TO w"); rbErr != nil {
+			if _, rbErr := base.ExecContext(ctx, "ROLLBACK TO w"); rbErr != nil {
 				sqlTx.Rollback()
 				finish(fmt.Errorf("rollback to savepoint: %w", rbErr))
 				return
@@ -224,7 +229,7 @@ func (g *groupCommitter) commit(batch []*writeReq) {
 		} else {
 			r.events = tx.events
 		}
-		if _, err := sqlTx.ExecContext(ctx, "RELEASE w"); err != nil {
+		if _, err := base.ExecContext(ctx, "RELEASE w"); err != nil {
 			sqlTx.Rollback()
 			finish(fmt.Errorf("release savepoint: %w", err))
 			return

@@ -127,6 +127,7 @@ type Tx struct {
 	*sql.Tx
 	now    time.Time
 	events []parley.Event
+	stmts  *stmtCache // SQLite's writer only (stmtcache.go); nil on PostgreSQL
 }
 
 // txTime is a write transaction's clock reading: UTC and whole

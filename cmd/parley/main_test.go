@@ -99,17 +99,17 @@ func startParley(t *testing.T, args ...string) *proc {
 	args = append([]string{"serve", "--log-format", "json", "--log-level", "debug"}, args...)
 	cmd := exec.Command(binPath, args...)
 	cmd.Env = cleanEnv()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// An io.Pipe rather than StdoutPipe: Wait may then run while stdout is
+	// still being read.
+	stdout, stdoutW := io.Pipe()
 	p := &proc{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
+	cmd.Stdout, cmd.Stderr = stdoutW, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start parley: %v", err)
 	}
 	go func() {
 		p.exitErr = cmd.Wait()
+		stdoutW.Close()
 		close(p.exited)
 	}()
 	t.Cleanup(func() {
@@ -163,10 +163,31 @@ func startParley(t *testing.T, args ...string) *proc {
 	if !regexp.MustCompile(`^http://127\.0\.0\.1:[1-9][0-9]*/$`).MatchString(p.url) {
 		t.Fatalf("banner URL %q is not the bound address", p.url)
 	}
-	if m := adminRe.FindStringSubmatch(p.stderr.String()); m != nil {
-		p.admin = m[1]
+	adminOn := true
+	for i, a := range args {
+		if a == "--admin" && i+1 < len(args) && (args[i+1] == "off" || args[i+1] == "") {
+			adminOn = false
+		}
+	}
+	if adminOn {
+		// stderr is copied by its own goroutine: the line may trail stdout.
+		p.waitLog(t, `"msg":"admin listening"`)
+		p.admin = adminRe.FindStringSubmatch(p.stderr.String())[1]
 	}
 	return p
+}
+
+// waitLog waits until the process's stderr contains s. Lines logged before
+// the banner can arrive after it, since stdout and stderr are separate pipes.
+func (p *proc) waitLog(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(p.stderr.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("parley never logged %q; stderr:\n%s", s, p.stderr)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // stop sends SIGTERM and checks for a clean exit within 10 s.
@@ -364,9 +385,6 @@ func TestServeDemo(t *testing.T) {
 	args := []string{"--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--data", data, "--demo"}
 
 	p := startParley(t, args...)
-	if p.admin == "" {
-		t.Fatalf("no admin address in the log:\n%s", p.stderr)
-	}
 	alice, first := readDemo(t, p)
 	if _, err := os.Stat(filepath.Join(data, "parley.db")); err != nil {
 		t.Fatalf("no SQLite file in the data dir: %v", err)
@@ -436,7 +454,8 @@ func TestServeDemo(t *testing.T) {
 	// Second run on the same data: nothing is seeded twice, and what the
 	// first run wrote is still there.
 	p2 := startParley(t, args...)
-	if !strings.Contains(p2.stderr.String(), "demo already seeded") {
+	p2.waitLog(t, "demo already seeded")
+	if strings.Contains(p2.stderr.String(), `"msg":"demo seeded"`) {
 		t.Fatalf("second run seeded again:\n%s", p2.stderr)
 	}
 	alice2, second := readDemo(t, p2)
@@ -459,12 +478,8 @@ func TestServePostgres(t *testing.T) {
 	db := testpg.New(t)
 	unused := filepath.Join(t.TempDir(), "unused")
 	p := startParley(t, "--listen", "127.0.0.1:0", "--admin", "off", "--db", db, "--demo", "--data", unused)
-	if p.admin != "" || !strings.Contains(p.stderr.String(), "admin listener off") {
-		t.Fatalf("admin listener not off: %q", p.admin)
-	}
-	if !strings.Contains(p.stderr.String(), `"dialect":"postgres"`) {
-		t.Fatalf("not on PostgreSQL:\n%s", p.stderr)
-	}
+	p.waitLog(t, "admin listener off")
+	p.waitLog(t, `"dialect":"postgres"`)
 	readDemo(t, p)
 	if _, err := os.Stat(unused); err == nil {
 		t.Fatal("a SQLite data dir was made on PostgreSQL")
@@ -485,9 +500,7 @@ func TestServeExternalNATS(t *testing.T) {
 	}
 	conn.Close()
 	p := startParley(t, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--data", t.TempDir(), "--nats", natsURL)
-	if !strings.Contains(p.stderr.String(), `"mode":"external"`) {
-		t.Fatalf("bus not external:\n%s", p.stderr)
-	}
+	p.waitLog(t, `"mode":"external"`)
 	if code, body := adminGet(t, p, "/readyz"); code != 200 {
 		t.Fatalf("/readyz: %d %s", code, body)
 	}
