@@ -114,8 +114,25 @@ type MemberPage struct {
 	NextCursor string   `json:"next_cursor,omitempty"`
 }
 
+// ChannelQuery filters and pages the channel browser.
+type ChannelQuery struct {
+	Q      string // name prefix
+	Cursor string
+	Limit  int
+}
+
+// ChannelPage is one page of channels.
+type ChannelPage struct {
+	Channels   []Channel `json:"channels"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
 // ChannelService stores channels and memberships.
 type ChannelService interface {
+	// ListChannels pages, by name, the public and private channels of a
+	// workspace that actor can see: the public ones (for guests only those
+	// they are in) and the private ones they are in. DMs are not listed.
+	ListChannels(ctx context.Context, actor, workspaceID string, q ChannelQuery) (*ChannelPage, error)
 	CreateChannel(ctx context.Context, actor, workspaceID string, c NewChannel) (*Channel, error)
 	// OpenDM returns the dm or group_dm between actor and userIDs, creating
 	// it the first time; created says which.

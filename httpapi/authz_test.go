@@ -181,6 +181,19 @@ func authzRows() []authzRow {
 			body: body(map[string]string{"role": "admin"}),
 			want: [numPrincipals]int{s401, s404, s403, s204, s404}},
 		{method: "GET", pattern: "/workspaces/{ws}/users", path: wsA("/users"), want: inA},
+		{method: "GET", pattern: "/workspaces/{ws}/channels", path: wsA("/channels"), want: inA,
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				var page parley.ChannelPage
+				r.decode(t, &page)
+				seen := map[string]bool{}
+				for _, c := range page.Channels {
+					seen[c.ID] = true
+				}
+				// Everyone in A sees the public channel; the secret one only its member.
+				if !seen[f.pub.ID] || seen[f.secret.ID] != (p == admin) || seen[f.dm.ID] {
+					t.Errorf("%s sees %v: want pub, secret only for admin, never the DM", principalNames[p], seen)
+				}
+			}},
 
 		{method: "POST", pattern: "/workspaces/{ws}/channels", path: wsA("/channels"),
 			body: func(*authzFixture) any { return map[string]string{"name": "c-" + uniq(), "kind": "public"} },

@@ -47,6 +47,7 @@ func (s *Server) routes() []route {
 
 		// Channels.
 		r(post, "/workspaces/{ws}/channels", authed, "Create a public or private channel", s.createChannel),
+		r(get, "/workspaces/{ws}/channels", authed, "Browse the workspace's channels the caller can see", s.listChannels),
 		r(post, "/dms", authed, "Open (or find) a DM or group DM", s.openDM),
 		r(get, "/channels/{id}", authed, "One channel", s.getChannel),
 		r(patch, "/channels/{id}", authed, "Rename a channel or change its topic or purpose", s.updateChannel),

@@ -94,3 +94,20 @@ func (s *Server) listWorkspaceUsers(w http.ResponseWriter, r *http.Request, c *c
 	writeJSON(w, http.StatusOK, page)
 	return nil
 }
+
+func (s *Server) listChannels(w http.ResponseWriter, r *http.Request, c *caller) error {
+	limit, err := queryLimit(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	page, err := s.store.ListChannels(r.Context(), c.UserID, r.PathValue("ws"), parley.ChannelQuery{
+		Q: q.Get("q"), Cursor: q.Get("cursor"), Limit: limit,
+	})
+	if err != nil {
+		return err
+	}
+	page.Channels = nonNil(page.Channels)
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"parley"
@@ -259,4 +260,49 @@ func channelMemberIDs(ctx context.Context, q querier, workspaceID, channelID str
 		return nil, fmt.Errorf("list channel members: %w", err)
 	}
 	return ids, nil
+}
+
+// ListChannels is the channel browser: the workspace's channels that actor
+// can see, by name, archived ones included (marked by archived_at).
+func (s *Store) ListChannels(ctx context.Context, actor, workspaceID string, q parley.ChannelQuery) (*parley.ChannelPage, error) {
+	role, err := workspaceRole(ctx, s.rdb, workspaceID, actor)
+	if err != nil {
+		return nil, err
+	}
+	after, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	limit := parley.ClampLimit(q.Limit)
+	// Guests see only their own channels; others also every public one.
+	visible := `m.user_id IS NOT NULL OR (c.kind = 'public' AND $4 = 0)`
+	guest := 0
+	if role == parley.RoleGuest {
+		guest = 1
+	}
+	prefix := escapeLike(strings.ToLower(strings.TrimPrefix(strings.TrimSpace(q.Q), "#"))) + "%"
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+channelColumns+channelFrom+`
+		WHERE c.workspace_id = $2 AND c.dm_key IS NULL AND c.name > $3 AND (`+visible+`)
+		  AND c.name LIKE $5 ESCAPE '\'
+		ORDER BY c.name LIMIT $6`, actor, workspaceID, after, guest, prefix, limit+1)
+	if err != nil {
+		return nil, fmt.Errorf("list channels: %w", err)
+	}
+	defer rows.Close()
+	page := &parley.ChannelPage{Channels: []parley.Channel{}}
+	for rows.Next() {
+		ch, err := scanChannel(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list channels: %w", err)
+		}
+		page.Channels = append(page.Channels, *ch)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list channels: %w", err)
+	}
+	if len(page.Channels) > limit {
+		page.Channels = page.Channels[:limit]
+		page.NextCursor = encodeCursor(page.Channels[limit-1].Name)
+	}
+	return page, nil
 }

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"fmt"
 
 	"parley"
@@ -153,13 +152,9 @@ func (s *Store) ListMembers(ctx context.Context, actor, channelID, cursor string
 	if err != nil {
 		return nil, err
 	}
-	after := ""
-	if cursor != "" {
-		b, err := base64.RawURLEncoding.DecodeString(cursor)
-		if err != nil || len(b) == 0 {
-			return nil, parley.Errorf(parley.EINVALID, "invalid cursor")
-		}
-		after = string(b)
+	after, err := decodeCursor(cursor)
+	if err != nil {
+		return nil, err
 	}
 	limit = parley.ClampLimit(limit)
 	rows, err := s.rdb.QueryContext(ctx, `SELECT `+userColumns+`, m.joined_at
@@ -188,8 +183,7 @@ func (s *Store) ListMembers(ctx context.Context, actor, channelID, cursor string
 	}
 	if len(page.Members) > limit {
 		page.Members = page.Members[:limit]
-		last := page.Members[limit-1].UserID
-		page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(last))
+		page.NextCursor = encodeCursor(page.Members[limit-1].UserID)
 	}
 	return page, nil
 }

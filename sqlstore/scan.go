@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"database/sql"
+	"encoding/base64"
 	"time"
 
 	"parley"
@@ -113,4 +114,21 @@ func scanMessage(sc scanner) (*parley.Message, bool, error) {
 	m.CreatedAt = fromMicros(created)
 	m.Reactions = []parley.Reaction{}
 	return &m, deleted.Valid, nil
+}
+
+// Cursors are opaque to clients: the key of the last row of the previous
+// page, base64url-encoded.
+
+func encodeCursor(key string) string { return base64.RawURLEncoding.EncodeToString([]byte(key)) }
+
+// decodeCursor returns the key in cursor ("" for no cursor), or EINVALID.
+func decodeCursor(cursor string) (string, error) {
+	if cursor == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(b) == 0 {
+		return "", parley.Errorf(parley.EINVALID, "invalid cursor")
+	}
+	return string(b), nil
 }

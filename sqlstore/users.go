@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -338,13 +337,9 @@ func (s *Store) ListWorkspaceUsers(ctx context.Context, actor, workspaceID strin
 	if _, err := workspaceRole(ctx, s.rdb, workspaceID, actor); err != nil {
 		return nil, err
 	}
-	after := ""
-	if q.Cursor != "" {
-		b, err := base64.RawURLEncoding.DecodeString(q.Cursor)
-		if err != nil || len(b) == 0 {
-			return nil, parley.Errorf(parley.EINVALID, "cursor is not valid")
-		}
-		after = string(b)
+	after, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return nil, err
 	}
 	limit := parley.ClampLimit(q.Limit)
 	args := []any{workspaceID, after}
@@ -376,7 +371,7 @@ func (s *Store) ListWorkspaceUsers(ctx context.Context, actor, workspaceID strin
 	}
 	if len(page.Users) > limit {
 		page.Users = page.Users[:limit]
-		page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(page.Users[limit-1].Handle))
+		page.NextCursor = encodeCursor(page.Users[limit-1].Handle)
 	}
 	return page, nil
 }

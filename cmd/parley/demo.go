@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"parley"
 	"parley/auth"
@@ -52,42 +49,6 @@ func (d *demoInfo) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "Demo workspace %q (id %s): log in as %s / %s\n", "Demo", d.WorkspaceID, demoOwnerEmail, demoPassword)
 	fmt.Fprintf(w, "Other demo users: %s, each @%s with the same password\n", strings.Join(others, ", "), demoDomain)
-}
-
-// channelWatcher passes events on to the bus and, while watching, notes the
-// ids of the channels created. The demo needs the id of the #general that
-// CreateWorkspace opens, which no Store method returns.
-type channelWatcher struct {
-	next     parley.EventPublisher
-	watching atomic.Bool
-	mu       sync.Mutex
-	created  map[string]string // workspace id + "/" + channel name → id; guarded by mu
-}
-
-func (c *channelWatcher) Publish(events []parley.Event) {
-	if c.watching.Load() {
-		for _, ev := range events {
-			if ev.Type != parley.EventChannelCreated {
-				continue
-			}
-			var d parley.ChannelEventData
-			if json.Unmarshal(ev.Data, &d) == nil && d.Channel != nil {
-				c.mu.Lock()
-				if c.created == nil {
-					c.created = map[string]string{}
-				}
-				c.created[ev.WorkspaceID+"/"+d.Channel.Name] = d.Channel.ID
-				c.mu.Unlock()
-			}
-		}
-	}
-	c.next.Publish(events)
-}
-
-func (c *channelWatcher) channelID(workspaceID, name string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.created[workspaceID+"/"+name]
 }
 
 // seeder runs the seeding steps and keeps the first error, so that the
@@ -152,7 +113,7 @@ func (s *seeder) channel(owner, wsID, name, topic string, kind parley.ChannelKin
 }
 
 // seedDemo creates the demo workspace unless its owner already exists.
-func seedDemo(ctx context.Context, store parley.Store, watcher *channelWatcher, log *slog.Logger) (*demoInfo, error) {
+func seedDemo(ctx context.Context, store parley.Store, log *slog.Logger) (*demoInfo, error) {
 	if u, _, err := store.UserCredentials(ctx, demoOwnerEmail); err == nil {
 		wss, err := store.ListWorkspaces(ctx, u.ID)
 		if err != nil {
@@ -170,8 +131,6 @@ func seedDemo(ctx context.Context, store parley.Store, watcher *channelWatcher, 
 		return nil, fmt.Errorf("look up demo user: %w", err)
 	}
 
-	watcher.watching.Store(true)
-	defer watcher.watching.Store(false)
 	s := &seeder{ctx: ctx, store: store, users: map[string]*parley.User{}}
 	for _, p := range demoPeople {
 		hash, err := auth.HashPassword(demoPassword)
@@ -203,11 +162,11 @@ func seedDemo(ctx context.Context, store parley.Store, watcher *channelWatcher, 
 			return nil, fmt.Errorf("%s joins the demo: %w", p.handle, err)
 		}
 	}
-	generalID := watcher.channelID(ws.ID, "general")
-	general, err := store.GetChannel(ctx, s.id("alice"), generalID)
-	if err != nil {
-		return nil, fmt.Errorf("find #general (id %q): %w", generalID, err)
+	found, err := store.ListChannels(ctx, s.id("alice"), ws.ID, parley.ChannelQuery{Q: "general", Limit: 1})
+	if err != nil || len(found.Channels) != 1 || found.Channels[0].Name != "general" {
+		return nil, fmt.Errorf("find the demo's #general: %v", err)
 	}
+	general := &found.Channels[0]
 	s.script(ws.ID, general)
 	if s.err != nil {
 		return nil, s.err

@@ -17,15 +17,14 @@ import (
 func TestSeedDemo(t *testing.T) {
 	ctx := context.Background()
 	rec := &storetest.Recorder{}
-	watcher := &channelWatcher{next: rec}
-	store, err := sqlstore.Open(ctx, sqlstore.Config{Path: filepath.Join(t.TempDir(), "parley.db"), Publisher: watcher})
+	store, err := sqlstore.Open(ctx, sqlstore.Config{Path: filepath.Join(t.TempDir(), "parley.db"), Publisher: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 
-	info, err := seedDemo(ctx, store, watcher, log)
+	info, err := seedDemo(ctx, store, log)
 	if err != nil {
 		t.Fatalf("seed: %v", err)
 	}
@@ -97,7 +96,7 @@ func TestSeedDemo(t *testing.T) {
 	}
 
 	before := len(rec.Events())
-	again, err := seedDemo(ctx, store, watcher, log)
+	again, err := seedDemo(ctx, store, log)
 	if err != nil {
 		t.Fatalf("second seed: %v", err)
 	}

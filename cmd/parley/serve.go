@@ -146,8 +146,7 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 	if err != nil {
 		return nil, err
 	}
-	watcher := &channelWatcher{next: n.bus} // the demo needs it; idle otherwise
-	scfg := sqlstore.Config{Publisher: watcher, Logger: log}
+	scfg := sqlstore.Config{Publisher: n.bus, Logger: log}
 	if o.DB != "" {
 		scfg.PostgresURL = o.DB
 		log.Info("opening store", "dialect", "postgres", "url", redactURL(o.DB))
@@ -160,7 +159,7 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	if o.Demo {
-		n.demo, err = seedDemo(ctx, n.store, watcher, log)
+		n.demo, err = seedDemo(ctx, n.store, log)
 		if err != nil {
 			return nil, fmt.Errorf("seed demo: %w", err)
 		}
