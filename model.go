@@ -148,3 +148,11 @@ type ReadState struct {
 	ChannelID   string `json:"channel_id"`
 	LastReadSeq int64  `json:"last_read_seq"`
 }
+
+// ChannelRef is a channel a gateway session follows, with where its log
+// stood when it was read.
+type ChannelRef struct {
+	ID      string      `json:"id"`
+	Kind    ChannelKind `json:"kind"`
+	LastSeq int64       `json:"last_seq"`
+}

@@ -239,8 +239,22 @@ type EventService interface {
 	Sync(ctx context.Context, actor string, channels map[string]int64) (map[string]SyncResult, error)
 }
 
+// GatewayService is what the gateway reads for its own bookkeeping, acting
+// for the server after it has authenticated a session.
+type GatewayService interface {
+	// SessionChannels lists the channels (DMs included) userID is a member
+	// of in the workspace, with each log's last seq; ENOTFOUND when the user
+	// is not in the workspace.
+	SessionChannels(ctx context.Context, userID, workspaceID string) ([]ChannelRef, error)
+	// ChannelLog reads up to limit events of a channel after afterSeq.
+	ChannelLog(ctx context.Context, channelID string, afterSeq int64, limit int) ([]Event, error)
+	// ChannelMember reports whether userID is a member of the channel now.
+	ChannelMember(ctx context.Context, userID, channelID string) (bool, error)
+}
+
 // Store is everything a node needs from storage.
 type Store interface {
+	GatewayService
 	UserService
 	WorkspaceService
 	ChannelService
