@@ -72,6 +72,22 @@ type Config struct {
 	// publisher is held up at most that long before the connection is
 	// dropped, reconnected, and publishes buffered meanwhile.
 	WriteTimeout time.Duration
+
+	// Embedded clustering (see cluster.go). ClusterListen is the host:port
+	// on which the embedded server accepts routes from the other nodes'
+	// embedded servers (port 0 picks a free one); empty means no
+	// clustering. The embedded server opens no client port either way.
+	ClusterListen string
+	// ClusterName must be the same on every node of one bus (default
+	// "parley").
+	ClusterName string
+	// Routes are route URLs of other nodes, nats://host:port; one live
+	// seed is enough, the servers tell each other of the rest.
+	Routes []string
+	// ServerName names the embedded server; it must differ between the
+	// nodes of a cluster (default: Name + "-embedded", or Name and a random
+	// suffix when clustered).
+	ServerName string
 }
 
 // Bus publishes events to NATS and subscribes to topics. It is safe for
@@ -108,6 +124,9 @@ func Start(cfg Config) (*Bus, error) {
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if err := checkCluster(cfg); err != nil {
+		return nil, err
 	}
 	b := &Bus{
 		log:     cfg.Logger.With("component", "bus"),
@@ -168,7 +187,10 @@ func Start(cfg Config) (*Bus, error) {
 		return nil, fmt.Errorf("connect to nats %s: %w", redact(url), err)
 	}
 	b.nc = nc
-	if b.srv != nil {
+	if b.srv != nil && cfg.clustered() {
+		b.log.Info("bus started", "mode", "embedded", "client_listener", "none",
+			"cluster", b.ClusterAddr(), "routes", len(cfg.Routes), "server_name", b.srv.Name())
+	} else if b.srv != nil {
 		b.log.Info("bus started", "mode", "embedded", "listener", "none")
 	} else {
 		b.log.Info("bus started", "mode", "external", "url", nc.ConnectedUrlRedacted())
@@ -180,8 +202,14 @@ func Start(cfg Config) (*Bus, error) {
 // off the network entirely: no client port, no monitoring port, nothing for
 // another process to reach (or to collide with a real NATS on 4222).
 func startEmbedded(cfg Config, log *slog.Logger) (*server.Server, error) {
+	name := cfg.ServerName
+	if name == "" && cfg.clustered() {
+		name = uniqueServerName(cfg.Name)
+	} else if name == "" {
+		name = cfg.Name + "-embedded"
+	}
 	opts := &server.Options{
-		ServerName: cfg.Name + "-embedded",
+		ServerName: name,
 		DontListen: true,
 		// Never used while DontListen holds; set so that a future change of
 		// that flag can not silently take the well-known port.
@@ -190,9 +218,25 @@ func startEmbedded(cfg Config, log *slog.Logger) (*server.Server, error) {
 		NoSigs:     true,
 		MaxPayload: cfg.MaxPayload,
 	}
+	if cfg.clustered() {
+		if err := applyCluster(cfg, opts); err != nil {
+			return nil, err
+		}
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	if cfg.clustered() {
+		clog := newClusterLogger(log.With("nats", "embedded"))
+		srv.SetLoggerV2(clog, false, false, false)
+		srv.Start()
+		if err := waitClustered(srv, clog.fatal); err != nil {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			return nil, err
+		}
+		return srv, nil
 	}
 	srv.SetLoggerV2(&serverLogger{log: log.With("nats", "embedded")}, false, false, false)
 	srv.Start()

@@ -26,12 +26,12 @@ func (s *Store) ListEvents(ctx context.Context, actor, channelID string, afterSe
 	if afterSeq < 0 {
 		return nil, parley.Errorf(parley.EINVALID, "after_seq must not be negative")
 	}
-	a, err := loadChannel(ctx, s.rdb, actor, channelID)
+	a, err := loadChannel(ctx, s.reads(), actor, channelID)
 	if err != nil {
 		return nil, err
 	}
 	limit = parley.ClampLimit(limit)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT channel_id, seq, type, data, created_at FROM events
+	rows, err := s.reads().QueryContext(ctx, `SELECT channel_id, seq, type, data, created_at FROM events
 		WHERE workspace_id = $1 AND channel_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`,
 		a.ch.WorkspaceID, a.ch.ID, afterSeq, limit)
 	if err != nil {
@@ -52,12 +52,12 @@ func (s *Store) ListEvents(ctx context.Context, actor, channelID string, afterSe
 }
 
 // syncChunk is how many channels one /sync event query covers.
-const syncChunk = 50
+const syncChunk = 64
 
 // Sync answers /sync: for each channel the events after the given seq, or
 // too_far with the channel's last seq when more than parley.MaxSyncEvents
 // were missed, or ENOTFOUND for a channel the actor cannot see. It looks up
-// each channel, then reads the missed events of up to 50 channels per query,
+// each channel, then reads the missed events of up to 64 channels per query,
 // each bounded by the last seq seen at lookup so that no answer grows past
 // MaxSyncEvents.
 func (s *Store) Sync(ctx context.Context, actor string, channels map[string]int64) (map[string]parley.SyncResult, error) {
@@ -76,7 +76,7 @@ func (s *Store) Sync(ctx context.Context, actor string, channels map[string]int6
 	}
 	var wants []want
 	for id, seq := range channels {
-		a, err := loadChannel(ctx, s.rdb, actor, id)
+		a, err := loadChannel(ctx, s.reads(), actor, id)
 		if parley.ErrorCode(err) == parley.ENOTFOUND {
 			out[id] = parley.SyncResult{Error: parley.ENOTFOUND}
 			continue
@@ -94,13 +94,14 @@ func (s *Store) Sync(ctx context.Context, actor string, channels map[string]int6
 		}
 	}
 	for len(wants) > 0 {
-		n := min(len(wants), syncChunk)
-		chunk := wants[:n]
-		wants = wants[n:]
+		chunk := wants[:min(len(wants), syncChunk)]
+		wants = wants[len(chunk):]
+		n := padded(len(chunk)) // repeating the last term changes nothing
 		var where strings.Builder
 		args := make([]any, 0, 4*n)
 		workspaces := make(map[string]string, n)
-		for i, w := range chunk {
+		for i := range n {
+			w := chunk[min(i, len(chunk)-1)]
 			if i > 0 {
 				where.WriteString(" OR ")
 			}
@@ -109,7 +110,7 @@ func (s *Store) Sync(ctx context.Context, actor string, channels map[string]int6
 			args = append(args, w.ch.WorkspaceID, w.ch.ID, w.from, w.to)
 			workspaces[w.ch.ID] = w.ch.WorkspaceID
 		}
-		rows, err := s.rdb.QueryContext(ctx, `SELECT channel_id, seq, type, data, created_at FROM events
+		rows, err := s.reads().QueryContext(ctx, `SELECT channel_id, seq, type, data, created_at FROM events
 			WHERE `+where.String()+` ORDER BY channel_id, seq`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("sync events: %w", err)

@@ -110,7 +110,7 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		return nil
 	})
 	if errors.Is(err, errDuplicate) {
-		m, err := postedBefore(ctx, s.rdb, actor, channelID, nm.ClientMsgID)
+		m, err := postedBefore(ctx, s.reads(), actor, channelID, nm.ClientMsgID)
 		if err == nil && m == nil {
 			err = fmt.Errorf("post message: client_msg_id %q is taken but its message is not found", nm.ClientMsgID)
 		}
@@ -195,7 +195,7 @@ func (s *Store) ListMessages(ctx context.Context, actor, channelID string, hq pa
 	case hq.BeforeSeq > 0 && hq.AfterSeq > 0:
 		return nil, parley.Errorf(parley.EINVALID, "give before_seq or after_seq, not both")
 	}
-	if _, err := loadChannel(ctx, s.rdb, actor, channelID); err != nil {
+	if _, err := loadChannel(ctx, s.reads(), actor, channelID); err != nil {
 		return nil, err
 	}
 	limit := parley.ClampLimit(hq.Limit)
@@ -208,13 +208,13 @@ func (s *Store) ListMessages(ctx context.Context, actor, channelID string, hq pa
 	forward := hq.AfterSeq > 0
 	switch {
 	case forward:
-		msgs, err = queryMessages(ctx, s.rdb, top+` AND msg.seq > $2 ORDER BY msg.seq LIMIT $3`,
+		msgs, err = queryMessages(ctx, s.reads(), top+` AND msg.seq > $2 ORDER BY msg.seq LIMIT $3`,
 			channelID, hq.AfterSeq, limit)
 	case hq.BeforeSeq > 0:
-		msgs, err = queryMessages(ctx, s.rdb, top+` AND msg.seq < $2 ORDER BY msg.seq DESC LIMIT $3`,
+		msgs, err = queryMessages(ctx, s.reads(), top+` AND msg.seq < $2 ORDER BY msg.seq DESC LIMIT $3`,
 			channelID, hq.BeforeSeq, limit)
 	default:
-		msgs, err = queryMessages(ctx, s.rdb, top+` ORDER BY msg.seq DESC LIMIT $2`, channelID, limit)
+		msgs, err = queryMessages(ctx, s.reads(), top+` ORDER BY msg.seq DESC LIMIT $2`, channelID, limit)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list messages: %w", err)
@@ -224,7 +224,7 @@ func (s *Store) ListMessages(ctx context.Context, actor, channelID string, hq pa
 			msgs[i], msgs[j] = msgs[j], msgs[i]
 		}
 	}
-	if err := decorate(ctx, s.rdb, actor, msgs); err != nil {
+	if err := decorate(ctx, s.reads(), actor, msgs); err != nil {
 		return nil, err
 	}
 	page := &parley.MessagePage{Messages: msgs}
@@ -244,17 +244,17 @@ func (s *Store) ListReplies(ctx context.Context, actor, rootID string, afterSeq 
 	if afterSeq < 0 {
 		return nil, parley.Errorf(parley.EINVALID, "after_seq must not be negative")
 	}
-	if _, _, err := visibleMessage(ctx, s.rdb, actor, rootID, false); err != nil {
+	if _, _, err := visibleMessage(ctx, s.reads(), actor, rootID, false); err != nil {
 		return nil, err
 	}
 	limit = parley.ClampLimit(limit)
-	msgs, err := queryMessages(ctx, s.rdb, `SELECT `+messageColumns+` FROM messages msg
+	msgs, err := queryMessages(ctx, s.reads(), `SELECT `+messageColumns+` FROM messages msg
 		WHERE msg.thread_root_id = $1 AND msg.deleted_at IS NULL AND msg.seq > $2
 		ORDER BY msg.seq LIMIT $3`, rootID, afterSeq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list replies: %w", err)
 	}
-	if err := decorate(ctx, s.rdb, actor, msgs); err != nil {
+	if err := decorate(ctx, s.reads(), actor, msgs); err != nil {
 		return nil, err
 	}
 	page := &parley.MessagePage{Messages: msgs}
@@ -266,11 +266,11 @@ func (s *Store) ListReplies(ctx context.Context, actor, rootID string, afterSeq 
 
 // GetMessage returns one live message the actor may see.
 func (s *Store) GetMessage(ctx context.Context, actor, messageID string) (*parley.Message, error) {
-	m, _, err := visibleMessage(ctx, s.rdb, actor, messageID, false)
+	m, _, err := visibleMessage(ctx, s.reads(), actor, messageID, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := decorateOne(ctx, s.rdb, actor, m); err != nil {
+	if err := decorateOne(ctx, s.reads(), actor, m); err != nil {
 		return nil, err
 	}
 	return m, nil

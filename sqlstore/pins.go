@@ -73,17 +73,17 @@ func (s *Store) pin(ctx context.Context, actor, messageID string, pin bool) (*pa
 // ListPins returns a channel's pinned live messages in the order they were
 // pinned.
 func (s *Store) ListPins(ctx context.Context, actor, channelID string) (*parley.MessagePage, error) {
-	if _, err := loadChannel(ctx, s.rdb, actor, channelID); err != nil {
+	if _, err := loadChannel(ctx, s.reads(), actor, channelID); err != nil {
 		return nil, err
 	}
-	msgs, err := queryMessages(ctx, s.rdb, `SELECT `+messageColumns+` FROM pins p
+	msgs, err := queryMessages(ctx, s.reads(), `SELECT `+messageColumns+` FROM pins p
 		JOIN messages msg ON msg.workspace_id = p.workspace_id AND msg.id = p.message_id
 		WHERE p.channel_id = $1 AND msg.deleted_at IS NULL
 		ORDER BY p.pinned_at, msg.seq`, channelID)
 	if err != nil {
 		return nil, fmt.Errorf("list pins: %w", err)
 	}
-	if err := decorate(ctx, s.rdb, actor, msgs); err != nil {
+	if err := decorate(ctx, s.reads(), actor, msgs); err != nil {
 		return nil, err
 	}
 	return &parley.MessagePage{Messages: msgs}, nil

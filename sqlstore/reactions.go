@@ -92,7 +92,8 @@ func decorate(ctx context.Context, q querier, actor string, msgs []parley.Messag
 		return nil
 	}
 	byID := make(map[string]*parley.Message, len(msgs))
-	args := make([]any, 0, len(msgs)+2)
+	n := padded(len(msgs))
+	args := make([]any, 0, n+2)
 	args = append(args, actor, msgs[0].WorkspaceID)
 	for i := range msgs {
 		m := &msgs[i]
@@ -100,9 +101,12 @@ func decorate(ctx context.Context, q querier, actor string, msgs []parley.Messag
 		byID[m.ID] = m
 		args = append(args, m.ID)
 	}
+	for len(args) < n+2 { // repeats are harmless in IN (…)
+		args = append(args, msgs[len(msgs)-1].ID)
+	}
 	rows, err := q.QueryContext(ctx, `SELECT message_id, emoji, COUNT(*),
 			MAX(CASE WHEN user_id = $1 THEN 1 ELSE 0 END), MIN(created_at)
-		FROM reactions WHERE workspace_id = $2 AND message_id IN (`+inClause(3, len(msgs))+`)
+		FROM reactions WHERE workspace_id = $2 AND message_id IN (`+inClause(3, n)+`)
 		GROUP BY message_id, emoji ORDER BY MIN(created_at), emoji`, args...)
 	if err != nil {
 		return fmt.Errorf("load reactions: %w", err)
@@ -124,7 +128,7 @@ func decorate(ctx context.Context, q querier, actor string, msgs []parley.Messag
 	rows.Close()
 
 	rows, err = q.QueryContext(ctx, `SELECT message_id FROM pins
-		WHERE workspace_id = $1 AND message_id IN (`+inClause(2, len(msgs))+`)`, args[1:]...)
+		WHERE workspace_id = $1 AND message_id IN (`+inClause(2, n)+`)`, args[1:]...)
 	if err != nil {
 		return fmt.Errorf("load pins: %w", err)
 	}
@@ -142,6 +146,17 @@ func decorate(ctx context.Context, q querier, actor string, msgs []parley.Messag
 		return fmt.Errorf("load pins: %w", err)
 	}
 	return nil
+}
+
+// padded rounds a list length up to a power of two, so that queries with
+// one placeholder per item come in a few shapes that prepared-statement
+// caches can keep.
+func padded(n int) int {
+	p := 1
+	for p < n {
+		p *= 2
+	}
+	return p
 }
 
 // decorateOne decorates a single message in place.

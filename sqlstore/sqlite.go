@@ -73,6 +73,7 @@ func (s *Store) openSQLite(ctx context.Context, cfg Config) error {
 	rdb.SetMaxOpenConns(n)
 	rdb.SetMaxIdleConns(n)
 	s.wdb, s.rdb = wdb, rdb
+	s.rstmts = newReadStmts(rdb)
 	batch := cfg.MaxBatch
 	if batch <= 0 {
 		batch = 256

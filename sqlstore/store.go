@@ -61,6 +61,7 @@ type Store struct {
 	rdb     *sql.DB // readers: queries outside write transactions
 	wdb     *sql.DB // writers: SQLite's single connection, or PostgreSQL's pool
 	gc      *groupCommitter
+	rstmts  *readStmts // SQLite's reader pool: prepared statements (stmtcache.go); nil on PostgreSQL
 	pub     parley.EventPublisher
 	log     *slog.Logger
 	now     func() time.Time

@@ -309,7 +309,7 @@ func testSync(t *testing.T, open Opener) {
 	// Many channels in one call.
 	want := map[string]int64{}
 	var many []*parley.Channel
-	for i := range 60 {
+	for i := range 70 {
 		ch := MustChannel(t, e.s, e.ws, e.alice, "many-"+itoa(int64(i)), parley.KindPublic)
 		if i%3 == 0 {
 			MustPost(t, e.s, e.alice, ch, "hello")

@@ -1,0 +1,260 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// The gateway's wire frames: one flat JSON object per text frame, with op.
+
+// Gateway ops.
+const (
+	OpHello          = "hello"
+	OpReady          = "ready"
+	OpResumed        = "resumed"
+	OpInvalidSession = "invalid_session"
+	OpEvent          = "event"
+	OpHeartbeatAck   = "heartbeat_ack"
+	OpReconnect      = "reconnect"
+
+	OpIdentify    = "identify"
+	OpResume      = "resume"
+	OpHeartbeat   = "heartbeat"
+	OpFocus       = "focus"
+	OpPresenceSub = "presence_sub"
+	OpTyping      = "typing"
+)
+
+// Gateway-only event types (the others are the constants of package parley).
+const (
+	EventTypingStarted   = "typing.started"
+	EventPresenceChanged = "presence.changed"
+)
+
+// Close codes of the gateway (PROTOCOL.md).
+const (
+	CloseNormal          = 1000
+	CloseGoingAway       = 1001 // resumable
+	CloseFrameTooBig     = 1009
+	CloseUnknownError    = 4000
+	CloseUnknownOp       = 4001
+	CloseDecodeError     = 4002
+	CloseNotIdentified   = 4003
+	CloseAuthFailed      = 4004 // not resumable
+	CloseAlreadyIdent    = 4005
+	CloseInvalidSeq      = 4007
+	CloseRateLimited     = 4008
+	CloseSessionTimedOut = 4009 // too slow or timed out: resumable
+)
+
+// inFrame is any server frame, decoded the slow way. Events normally take
+// the fast path of parseEventFrame instead.
+type inFrame struct {
+	Op            string          `json:"op"`
+	S             int64           `json:"s"`
+	T             string          `json:"t"`
+	D             json.RawMessage `json:"d"`
+	HeartbeatMS   int64           `json:"heartbeat_ms"`
+	ResumeWindowS int64           `json:"resume_window_s"`
+	SessionID     string          `json:"session_id"`
+	UserID        string          `json:"user_id"`
+	Replayed      int64           `json:"replayed"`
+	Reason        string          `json:"reason"`
+	RetryAfterMS  int64           `json:"retry_after_ms"`
+}
+
+// Source says how an event reached the client.
+type Source uint8
+
+const (
+	// SourceGateway: pushed by the gateway (live or replayed on resume).
+	SourceGateway Source = iota
+	// SourceFill: fetched from /channels/{id}/events to fill a seq gap.
+	SourceFill
+	// SourceCatchUp: fetched by /sync (or /events when too far behind)
+	// after the session was lost, or when a channel was tracked.
+	SourceCatchUp
+)
+
+func (s Source) String() string {
+	switch s {
+	case SourceGateway:
+		return "gateway"
+	case SourceFill:
+		return "fill"
+	case SourceCatchUp:
+		return "catch-up"
+	}
+	return "source(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Event is one event handed to the application. Durable channel events
+// have ChannelID and Seq (the event's seq in the channel log, also in
+// Data); bus-only and ephemeral events have Seq 0.
+type Event struct {
+	// S is the session seq of the frame; 0 for events fetched over HTTP.
+	S         int64
+	Type      string
+	ChannelID string
+	Seq       int64
+	// Data is the payload d, exactly as the server sent it. It is the
+	// application's to keep.
+	Data   json.RawMessage
+	Source Source
+}
+
+// Durable reports whether the event is a durable channel event (one that
+// has a place in a channel's log).
+func (e *Event) Durable() bool { return e.ChannelID != "" && e.Seq > 0 }
+
+// Decode unmarshals the payload into v (for example a
+// *parley.MessageEventData for message.created).
+func (e *Event) Decode(v any) error {
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return fmt.Errorf("decode %s payload: %w", e.Type, err)
+	}
+	return nil
+}
+
+// knownTypes interns event type names so that decoding a frame does not
+// allocate a string for its type.
+var knownTypes = func() map[string]string {
+	m := map[string]string{}
+	for _, t := range []string{
+		"message.created", "message.updated", "message.deleted", "reaction.added", "reaction.removed",
+		"pin.added", "pin.removed", "channel.created", "channel.updated", "channel.archived",
+		"channel.deleted", "member.joined", "member.left", "channel.read", "channel.summary",
+		"channel.hot", "thread.updated", "thread.followed", "thread.unfollowed", "thread.read",
+		"mention", "dm.opened", "user.created", "user.updated", "user.deactivated", "user.status",
+		"presence.changed", "typing.started", "workspace.updated", "workspace.member_joined",
+		"workspace.member_left", "prefs.updated", "emoji.added", "emoji.removed",
+	} {
+		m[t] = t
+	}
+	return m
+}()
+
+func internType(b []byte) string {
+	if t, ok := knownTypes[string(b)]; ok {
+		return t
+	}
+	return string(b)
+}
+
+var (
+	eventPrefix = []byte(`{"op":"event","s":`)
+	typeKey     = []byte(`,"t":"`)
+	dataKey     = []byte(`","d":`)
+	chanPrefix  = []byte(`{"channel_id":"`)
+	seqKey      = []byte(`","seq":`)
+)
+
+// parseEventFrame decodes an event frame in the server's own layout,
+// {"op":"event","s":N,"t":"…","d":…}, without a general JSON decoder. ok is
+// false when b has any other layout; the caller then decodes it in full.
+// d aliases b.
+func parseEventFrame(b []byte) (s int64, t string, d []byte, ok bool) {
+	if !bytes.HasPrefix(b, eventPrefix) || len(b) == 0 || b[len(b)-1] != '}' {
+		return 0, "", nil, false
+	}
+	rest := b[len(eventPrefix):]
+	s, n := parseDigits(rest)
+	if n == 0 {
+		return 0, "", nil, false
+	}
+	rest = rest[n:]
+	if !bytes.HasPrefix(rest, typeKey) {
+		return 0, "", nil, false
+	}
+	rest = rest[len(typeKey):]
+	end := bytes.IndexByte(rest, '"')
+	if end <= 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return 0, "", nil, false
+	}
+	tb := rest[:end]
+	rest = rest[end:]
+	if !bytes.HasPrefix(rest, dataKey) {
+		return 0, "", nil, false
+	}
+	d = rest[len(dataKey) : len(rest)-1]
+	if len(d) == 0 {
+		return 0, "", nil, false
+	}
+	return s, internType(tb), d, true
+}
+
+// channelPosition reads d.channel_id and d.seq of a payload; both are zero
+// for payloads without them. It takes a fast path for the server's layout,
+// where every channel event's payload begins with those two fields.
+func channelPosition(d []byte) (channelID string, seq int64) {
+	if bytes.HasPrefix(d, chanPrefix) {
+		rest := d[len(chanPrefix):]
+		if end := bytes.IndexByte(rest, '"'); end > 0 && bytes.IndexByte(rest[:end], '\\') < 0 {
+			if after := rest[end:]; bytes.HasPrefix(after, seqKey) {
+				if n, k := parseDigits(after[len(seqKey):]); k > 0 {
+					return string(rest[:end]), n
+				}
+			}
+		}
+	}
+	if len(d) == 0 || d[0] != '{' {
+		return "", 0
+	}
+	var p struct {
+		ChannelID string `json:"channel_id"`
+		Seq       int64  `json:"seq"`
+	}
+	if json.Unmarshal(d, &p) != nil {
+		return "", 0
+	}
+	return p.ChannelID, p.Seq
+}
+
+// parseDigits parses a non-negative decimal prefix of b, returning the value
+// and how many bytes it took (0 if none or on overflow).
+func parseDigits(b []byte) (int64, int) {
+	var n int64
+	i := 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		if i >= 18 {
+			return 0, 0
+		}
+		n = n*10 + int64(b[i]-'0')
+	}
+	return n, i
+}
+
+// Outgoing frames.
+
+type identifyFrame struct {
+	Op          string `json:"op"`
+	Token       string `json:"token"`
+	WorkspaceID string `json:"workspace_id"`
+}
+
+type resumeFrame struct {
+	Op        string `json:"op"`
+	Token     string `json:"token"`
+	SessionID string `json:"session_id"`
+	Seq       int64  `json:"seq"`
+}
+
+type focusFrame struct {
+	Op         string   `json:"op"`
+	ChannelIDs []string `json:"channel_ids"`
+}
+
+type presenceSubFrame struct {
+	Op      string   `json:"op"`
+	UserIDs []string `json:"user_ids"`
+}
+
+type typingFrame struct {
+	Op           string `json:"op"`
+	ChannelID    string `json:"channel_id"`
+	ThreadRootID string `json:"thread_root_id,omitempty"`
+}
+
+var heartbeatFrame = []byte(`{"op":"heartbeat"}`)

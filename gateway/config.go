@@ -1,0 +1,210 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"parley"
+)
+
+// Store is what the gateway reads from storage. *sqlstore.Store (any
+// parley.Store) implements it.
+type Store interface {
+	// SessionByToken returns the live login with that token hash, or an
+	// EUNAUTHORIZED error.
+	SessionByToken(ctx context.Context, tokenHash string) (*parley.Session, error)
+	// GetWorkspace returns the workspace if actor is a member, else
+	// ENOTFOUND.
+	GetWorkspace(ctx context.Context, actor, workspaceID string) (*parley.Workspace, error)
+	SessionChannels(ctx context.Context, userID, workspaceID string) ([]parley.ChannelRef, error)
+	ChannelLog(ctx context.Context, channelID string, afterSeq int64, limit int) ([]parley.Event, error)
+	ChannelMember(ctx context.Context, userID, channelID string) (bool, error)
+}
+
+var _ Store = (parley.Store)(nil)
+
+// Bus carries events between nodes. *natsbus.Bus implements it.
+type Bus interface {
+	Subscribe(topic string, fn func(parley.Event)) (unsubscribe func() error, err error)
+	Publish(events []parley.Event)
+}
+
+// Requester is the request/reply side of a bus, used for session handover
+// between nodes. A Bus that also implements it enables cross-node resume.
+type Requester interface {
+	// Request sends data on subject and waits for one reply.
+	Request(ctx context.Context, subject string, data []byte) ([]byte, error)
+	// Handle answers every request on subject with fn's result.
+	Handle(subject string, fn func(data []byte) []byte) (stop func() error, err error)
+}
+
+// Presence aggregates users' presence across devices and nodes (package
+// presence implements it).
+type Presence interface {
+	Connect(userID, sessionID string)
+	Disconnect(userID, sessionID string)
+	Activity(userID, sessionID string)
+	// Watch calls fn with each change of the users' status ("online",
+	// "away", "offline"), starting with their current status, until cancel.
+	Watch(userIDs []string, fn func(userID, status string)) (cancel func())
+}
+
+// Rate is a token bucket: PerMinute tokens a minute, at most Burst at once.
+// The zero Rate is the field's default; a negative PerMinute is no limit.
+type Rate struct {
+	PerMinute float64
+	Burst     int
+}
+
+// Defaults for the zero values of Config.
+const (
+	DefaultSendQueue               = 256
+	DefaultReplayMax               = 1000
+	DefaultReplayTTL               = 2 * time.Minute
+	DefaultResumeWindow            = 2 * time.Minute
+	DefaultHeartbeatInterval       = 30 * time.Second
+	DefaultIdentifyTimeout         = 10 * time.Second
+	DefaultMaxFrameBytes           = 16 << 10
+	DefaultMaxConcurrentIdentifies = 64
+	DefaultTypingInterval          = 3 * time.Second
+	DefaultHoldBack                = 100 * time.Millisecond
+	DefaultWriteHighWater          = 256 << 10
+	DefaultCloseGrace              = time.Second
+)
+
+var defaultIdentifyRate = Rate{PerMinute: 120, Burst: 60}
+
+// Config is what a Gateway needs. Store and Bus are required; every other
+// zero value is the documented default.
+type Config struct {
+	Store Store
+	Bus   Bus
+	// Presence receives connects, disconnects and activity, and answers
+	// presence_sub. Nil: presence is not tracked and presence_sub is
+	// accepted but delivers nothing.
+	Presence Presence
+	// NodeID names this node; session ids start with it. Default: random.
+	NodeID string
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the gateway's metrics (parley_gateway_*). Nil:
+	// the metrics are kept but not registered.
+	Registerer prometheus.Registerer
+	// Partitions is the number of delivery partitions (default GOMAXPROCS).
+	Partitions int
+	// SendQueue bounds the frames queued for one connected session and not
+	// yet written (default 256). A session whose queue is full when a
+	// durable event arrives is closed with 4009 (resumable); ephemeral
+	// events are dropped once it is half full.
+	SendQueue int
+	// ReplayMax and ReplayTTL bound a session's replay buffer (defaults
+	// 1,000 events and 2 minutes). ReplayMax is raised to SendQueue if
+	// lower.
+	ReplayMax int
+	ReplayTTL time.Duration
+	// ResumeWindow is how long a dropped session stays resumable (default
+	// 2 minutes).
+	ResumeWindow time.Duration
+	// HeartbeatInterval is announced in hello (default 30 s); a connection
+	// silent for 1.5 intervals is closed with 4009.
+	HeartbeatInterval time.Duration
+	// IdentifyTimeout closes a connection that has not identified or
+	// resumed in time with 4003 (default 10 s).
+	IdentifyTimeout time.Duration
+	// MaxFrameBytes bounds an inbound message (default 16 KiB); larger ones
+	// close the connection with 1009.
+	MaxFrameBytes int
+	// AllowedOrigins lists the origins (scheme://host[:port]) browsers may
+	// connect from. Empty: only the gateway's own host; "*": any. Requests
+	// without an Origin header (non-browser clients) are always allowed.
+	AllowedOrigins []string
+	// IdentifyRatePerIP limits identify and resume attempts per client IP
+	// (default 120 a minute, burst 60); above it the socket is closed 4008.
+	IdentifyRatePerIP Rate
+	// TrustProxyHeaders takes the client IP from the last X-Forwarded-For
+	// address (one trusted proxy). Default: the connection's address.
+	TrustProxyHeaders bool
+	// MaxConcurrentIdentifies caps identifies and resumes in progress on
+	// this node (default 64); excess ones are told reconnect{retry_after_ms}
+	// (with jitter) and closed 4008.
+	MaxConcurrentIdentifies int
+	// TypingInterval is the least time between two typing events of one
+	// user in one channel (default 3 s); more are dropped.
+	TypingInterval time.Duration
+	// HoldBack is how long the channel sequencer waits for a missing seq
+	// before it fills the gap from the store (default 100 ms).
+	HoldBack time.Duration
+	// WriteHighWater is how many bytes may wait in a socket's user-space
+	// write buffer before the session stops writing and lets its queue
+	// fill (default 256 KiB).
+	WriteHighWater int
+	// CloseGrace is how long a closing socket waits for the client's close
+	// frame before it is cut (default 1 s).
+	CloseGrace time.Duration
+	// Now defaults to time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.NodeID == "" {
+		c.NodeID = randomID(6)
+	}
+	if c.Partitions <= 0 {
+		c.Partitions = runtime.GOMAXPROCS(0)
+	}
+	if c.SendQueue <= 0 {
+		c.SendQueue = DefaultSendQueue
+	}
+	if c.ReplayMax <= 0 {
+		c.ReplayMax = DefaultReplayMax
+	}
+	if c.ReplayMax < c.SendQueue {
+		c.ReplayMax = c.SendQueue
+	}
+	if c.ReplayTTL <= 0 {
+		c.ReplayTTL = DefaultReplayTTL
+	}
+	if c.ResumeWindow <= 0 {
+		c.ResumeWindow = DefaultResumeWindow
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.IdentifyTimeout <= 0 {
+		c.IdentifyTimeout = DefaultIdentifyTimeout
+	}
+	if c.MaxFrameBytes <= 0 {
+		c.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if c.IdentifyRatePerIP.PerMinute == 0 {
+		c.IdentifyRatePerIP = defaultIdentifyRate
+	}
+	if c.IdentifyRatePerIP.Burst <= 0 {
+		c.IdentifyRatePerIP.Burst = 1
+	}
+	if c.MaxConcurrentIdentifies <= 0 {
+		c.MaxConcurrentIdentifies = DefaultMaxConcurrentIdentifies
+	}
+	if c.TypingInterval <= 0 {
+		c.TypingInterval = DefaultTypingInterval
+	}
+	if c.HoldBack <= 0 {
+		c.HoldBack = DefaultHoldBack
+	}
+	if c.WriteHighWater <= 0 {
+		c.WriteHighWater = DefaultWriteHighWater
+	}
+	if c.CloseGrace <= 0 {
+		c.CloseGrace = DefaultCloseGrace
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}

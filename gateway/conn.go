@@ -1,0 +1,224 @@
+package gateway
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lesismal/nbio/nbhttp/websocket"
+)
+
+// conn is one WebSocket connection. nbio hands it one inbound message at a
+// time (per connection, in order), on its handler goroutines; the session's
+// partition writes events to it through the sink methods.
+type conn struct {
+	g      *Gateway
+	ip     string
+	ws     *websocket.Conn // set by the transport's open hook
+	nb     *corkConn       // likewise
+	opened time.Time
+
+	helloMu   sync.Mutex // held from the upgrade until hello is written
+	helloDone atomic.Bool
+
+	identified atomic.Bool
+	sess       atomic.Pointer[session]
+	lastBeat   atomic.Int64 // unix nanos of the last heartbeat (or identify)
+	closing    atomic.Bool  // a close frame was sent or answered
+	gone       atomic.Bool  // the socket is closed
+	timer      *time.Timer  // identify timeout; set before the first message
+}
+
+var _ sink = (*conn)(nil)
+
+// maxCloseReason keeps a close frame's payload within the 125 bytes of a
+// control frame.
+const maxCloseReason = 120
+
+// onMessage handles one client frame.
+func (c *conn) onMessage(mt websocket.MessageType, data []byte) {
+	if !c.helloDone.Load() {
+		c.helloMu.Lock() // hello goes out before any answer
+		c.helloMu.Unlock()
+	}
+	if c.closing.Load() {
+		return
+	}
+	if mt != websocket.TextMessage {
+		c.closeWith(CloseDecodeError, "frames must be text")
+		return
+	}
+	var f inFrame
+	if err := json.Unmarshal(data, &f); err != nil {
+		c.closeWith(CloseDecodeError, "invalid JSON frame")
+		return
+	}
+	switch f.Op {
+	case opHeartbeat:
+		c.lastBeat.Store(c.g.now().UnixNano())
+		c.write(heartbeatAck)
+	case opIdentify, opResume:
+		if c.identified.Load() {
+			c.closeWith(CloseAlreadyIdentifed, "already identified")
+			return
+		}
+		if f.Op == opIdentify {
+			c.identify(&f)
+		} else {
+			c.resume(&f)
+		}
+	case opFocus, opPresenceSub, opTyping:
+		s := c.sess.Load()
+		if !c.identified.Load() || s == nil {
+			c.closeWith(CloseNotIdentified, "identify first")
+			return
+		}
+		switch f.Op {
+		case opFocus:
+			c.focus(s, &f)
+		case opPresenceSub:
+			c.presenceSub(s, &f)
+		case opTyping:
+			c.typing(s, &f)
+		}
+	default:
+		c.closeWith(CloseUnknownOp, "unknown op")
+	}
+}
+
+// onClose runs once the socket is closed, whoever closed it.
+func (c *conn) onClose(error) {
+	if c.gone.Swap(true) {
+		return
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.g.connClosed(c)
+	if s := c.sess.Load(); s != nil {
+		s.p.post(func() {
+			if s.c == sink(c) {
+				s.p.detach(s)
+			}
+		})
+	}
+}
+
+// identifyTimedOut closes a connection that has not identified in time.
+func (c *conn) identifyTimedOut() {
+	if !c.identified.Load() {
+		c.closeWith(CloseNotIdentified, "not identified in time")
+	}
+}
+
+// focus records the channels on screen. Delivery is full for every channel
+// the session follows, so it changes nothing yet; it counts as activity.
+func (c *conn) focus(s *session, f *inFrame) {
+	ids := f.ChannelIDs
+	if len(ids) > maxFocusChannels {
+		ids = ids[:maxFocusChannels]
+	}
+	s.setFocus(ids)
+	c.g.presenceActivity(s)
+}
+
+// presenceSub replaces the users whose presence the session wants. The
+// presence tracker reports each one's current status at once, then changes;
+// they are queued to the session as ephemeral presence.changed events.
+func (c *conn) presenceSub(s *session, f *inFrame) {
+	ids := f.UserIDs
+	if len(ids) > maxPresenceUsers {
+		ids = ids[:maxPresenceUsers]
+	}
+	ids = append([]string(nil), ids...)
+	keep := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		keep[id] = true
+	}
+	s.mu.Lock()
+	for id := range s.presenceSeen {
+		if !keep[id] {
+			delete(s.presenceSeen, id) // watched again later: sent again
+		}
+	}
+	s.mu.Unlock()
+	if c.g.presence == nil || len(ids) == 0 {
+		s.setWatch(nil)
+		return
+	}
+	s.setWatch(c.g.presence.Watch(ids, func(userID, status string) {
+		if !s.presenceChanged(userID, status) {
+			return
+		}
+		data, _ := json.Marshal(struct {
+			UserID   string `json:"user_id"`
+			Presence string `json:"presence"`
+		}{userID, status})
+		e := &event{typ: EventPresenceChanged, ephemeral: true, tail: encodeTail(EventPresenceChanged, data), recv: c.g.now()}
+		s.p.postAsync(func() {
+			if !s.removed {
+				s.p.enqueue(s, e)
+			}
+		})
+	}))
+	c.g.presenceActivity(s)
+}
+
+// write sends a frame that is not an event (hello, ready, acks).
+func (c *conn) write(b []byte) {
+	c.ws.WriteMessage(websocket.TextMessage, b)
+}
+
+func (c *conn) writeJSON(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		c.g.log.Error("gateway encode frame", "err", err)
+		return
+	}
+	c.write(b)
+}
+
+// Sink methods, called by the session's partition.
+
+func (c *conn) pending() int     { return c.nb.pending() }
+func (c *conn) cork(buf []byte)  { c.nb.cork(buf) }
+func (c *conn) uncork() []byte   { return c.nb.uncork() }
+func (c *conn) armWritable() bool { return c.nb.arm() }
+func (c *conn) closed() bool     { return c.gone.Load() }
+
+func (c *conn) text(payload []byte) bool {
+	return c.ws.WriteMessage(websocket.TextMessage, payload) == nil
+}
+
+// writable is the corking writer's call once a blocked socket has drained.
+func (c *conn) writable() {
+	if s := c.sess.Load(); s != nil {
+		s.p.postAsync(func() {
+			if s.c == sink(c) {
+				s.p.markDirty(s)
+			}
+		})
+	}
+}
+
+// closeWith sends a close frame with code and closes the socket once the
+// client answers, or after CloseGrace.
+func (c *conn) closeWith(code int, reason string) {
+	if !c.closing.CompareAndSwap(false, true) {
+		return
+	}
+	if len(reason) > maxCloseReason {
+		reason = reason[:maxCloseReason]
+	}
+	c.g.metrics.closes.WithLabelValues(closeLabel(code)).Inc()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	if err := c.ws.WriteClose(code, reason); err != nil {
+		c.ws.Close()
+		return
+	}
+	ws := c.ws
+	time.AfterFunc(c.g.cfg.CloseGrace, func() { ws.Close() })
+}

@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"parley"
+)
+
+// event is one bus event as the partitions see it: encoded once, shared by
+// every session it goes to, with the few payload fields the gateway acts on
+// decoded once. It is immutable after newEvent.
+type event struct {
+	channelID string
+	seq       int64 // > 0: a durable event of channelID's log
+	typ       string
+	ephemeral bool   // typing, presence: dropped first, may be lost
+	tail      []byte // `,"t":…,"d":…}`: everything after the session's s
+	recv      time.Time
+
+	// Decoded from d for the events that change what a session follows.
+	userID    string            // member.*, channel.created (creator), typing.started
+	kind      parley.ChannelKind // channel.created
+	tokenHash string            // session.revoked
+}
+
+// durable reports whether the event is in a channel's log.
+func (e *event) durable() bool { return e.seq > 0 && e.channelID != "" }
+
+func isEphemeral(typ string) bool {
+	return typ == EventTypingStarted || typ == EventPresenceChanged
+}
+
+// newEvent prepares ev for delivery.
+func newEvent(ev parley.Event, recv time.Time) *event {
+	e := &event{
+		channelID: ev.ChannelID,
+		seq:       ev.Seq,
+		typ:       ev.Type,
+		ephemeral: isEphemeral(ev.Type),
+		tail:      encodeTail(ev.Type, ev.Data),
+		recv:      recv,
+	}
+	switch ev.Type {
+	case parley.EventMemberJoined, parley.EventMemberLeft, parley.EventChannelCreated,
+		EventTypingStarted, parley.EventSessionRevoked:
+		var d struct {
+			UserID    string `json:"user_id"`
+			TokenHash string `json:"token_hash"`
+			Channel   *struct {
+				Kind parley.ChannelKind `json:"kind"`
+			} `json:"channel"`
+		}
+		if json.Unmarshal(ev.Data, &d) == nil {
+			e.userID, e.tokenHash = d.UserID, d.TokenHash
+			if d.Channel != nil {
+				e.kind = d.Channel.Kind
+			}
+		}
+	}
+	return e
+}
+
+// Topic kinds, from the topic's prefix.
+type topicKind uint8
+
+const (
+	topicOther topicKind = iota
+	topicChannel
+	topicUser
+	topicWorkspace
+)
+
+const (
+	channelPrefix   = "ch."
+	userPrefix      = "user."
+	workspacePrefix = "ws."
+)
+
+func kindOf(topic string) topicKind {
+	switch {
+	case strings.HasPrefix(topic, channelPrefix):
+		return topicChannel
+	case strings.HasPrefix(topic, userPrefix):
+		return topicUser
+	case strings.HasPrefix(topic, workspacePrefix):
+		return topicWorkspace
+	}
+	return topicOther
+}

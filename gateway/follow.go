@@ -1,0 +1,133 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"parley"
+)
+
+// Which channels a session follows, and from where. All of it runs on the
+// session's partition goroutine; reads of the store run on their own
+// goroutines and come back through the inbox.
+
+// fillRetry is the pause before a failed catch-up read is tried again.
+const fillRetry = time.Second
+
+// follow starts delivering a channel to the session after seq last. start
+// is where the node's stream of the channel began: if the stream is already
+// past last, the session first catches up from the log.
+func (p *partition) follow(s *session, channelID string, last, start int64) {
+	s.chans[channelID] = chanPos{last: last}
+	p.indexAdd(channelPrefix+channelID, s)
+	if max(p.chanPos[channelID], start) > last {
+		p.startFill(s, channelID)
+	}
+}
+
+// join makes the session follow a channel its user just joined (or was
+// created in), from the event that said so, and takes a node reference on
+// the channel's topic.
+func (p *partition) join(s *session, channelID string, seq int64) {
+	if _, ok := s.chans[channelID]; ok {
+		return
+	}
+	p.g.hub.later(subOp{topic: channelPrefix + channelID, after: seq})
+	p.follow(s, channelID, seq, 0)
+}
+
+// leave stops delivering the channel to the session at once.
+func (p *partition) leave(s *session, channelID string) {
+	if _, ok := s.chans[channelID]; !ok {
+		return
+	}
+	delete(s.chans, channelID)
+	p.indexRemove(channelPrefix+channelID, s)
+	p.g.hub.later(subOp{topic: channelPrefix + channelID, release: true})
+}
+
+// leaveAfter makes the session leave the channel once it has been given
+// the channel's events up to seq (its user's member.left): what came before
+// the leave still arrives in order, nothing after it does.
+func (p *partition) leaveAfter(s *session, channelID string, seq int64) {
+	cp, ok := s.chans[channelID]
+	if !ok {
+		return
+	}
+	if cp.last >= seq {
+		p.leave(s, channelID)
+		return
+	}
+	cp.until = seq
+	s.chans[channelID] = cp
+}
+
+// startFill reads the channel's log after the session's position, off the
+// partition goroutine; fillDone delivers what it found.
+func (p *partition) startFill(s *session, channelID string) {
+	cp, ok := s.chans[channelID]
+	if !ok || cp.catching {
+		return
+	}
+	cp.catching = true
+	s.chans[channelID] = cp
+	after := cp.last
+	p.g.metrics.sessionFills.Inc()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
+		evs, err := p.g.store.ChannelLog(ctx, channelID, after, fillLimit)
+		cancel()
+		recv := p.g.now()
+		p.post(func() { p.fillDone(s, channelID, evs, err, recv) })
+	}()
+}
+
+// fillDone delivers a catch-up read. While it was in flight the session
+// was given nothing of the channel; if the node's stream has meanwhile gone
+// past what the read found, it reads again.
+func (p *partition) fillDone(s *session, channelID string, evs []parley.Event, err error, recv time.Time) {
+	if s.removed {
+		return
+	}
+	cp, ok := s.chans[channelID]
+	if !ok || !cp.catching {
+		return
+	}
+	cp.catching = false
+	if err != nil {
+		s.chans[channelID] = cp
+		p.g.log.Warn("gateway session catch-up failed", "session_id", s.id, "channel_id", channelID, "err", err)
+		time.AfterFunc(fillRetry, func() { p.postAsync(func() { p.retryFill(s, channelID) }) })
+		return
+	}
+	for _, ev := range evs {
+		if ev.Seq <= cp.last {
+			continue
+		}
+		if ev.Seq != cp.last+1 || (cp.until > 0 && ev.Seq > cp.until) {
+			break
+		}
+		cp.last = ev.Seq
+		p.enqueue(s, newEvent(ev, recv))
+		if s.removed {
+			return
+		}
+	}
+	s.chans[channelID] = cp
+	if cp.until > 0 && cp.last >= cp.until {
+		p.leave(s, channelID)
+		return
+	}
+	if len(evs) == fillLimit || p.chanPos[channelID] > cp.last {
+		p.startFill(s, channelID)
+	}
+}
+
+func (p *partition) retryFill(s *session, channelID string) {
+	if s.removed {
+		return
+	}
+	if cp, ok := s.chans[channelID]; ok && p.chanPos[channelID] > cp.last {
+		p.startFill(s, channelID)
+	}
+}

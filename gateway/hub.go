@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"strings"
+	"sync"
+
+	"parley"
+)
+
+// hub holds the node's bus subscriptions: one per topic while any local
+// session needs it, counted by reference. Channel topics feed the sequencer,
+// whose ordered output, like the events of the other topics, is encoded once
+// and handed to every partition.
+type hub struct {
+	g   *Gateway
+	seq sequencer
+
+	mu     sync.Mutex
+	topics map[string]*topicSub // guarded by mu
+
+	// Subscription changes asked for by partitions, applied in order by
+	// the hub's worker so that a partition never waits on the bus.
+	opsMu   sync.Mutex
+	ops     []subOp // guarded by opsMu
+	opsWake chan struct{}
+}
+
+// topicSub is one live bus subscription.
+type topicSub struct {
+	refs  int
+	unsub func() error
+	// start is where the node's stream of a channel began: the sequencer
+	// delivers only events after it.
+	start int64
+}
+
+// subOp is a deferred acquire (after ≥ 0) or release.
+type subOp struct {
+	topic   string
+	after   int64
+	release bool
+}
+
+func newHub(g *Gateway) *hub {
+	return &hub{g: g, topics: map[string]*topicSub{}, opsWake: make(chan struct{}, 1)}
+}
+
+// acquire takes a reference on topic, subscribing the node on the first.
+// For a channel topic, after is the log position the caller knows (the
+// sequencer starts there if this is the first reference); it returns where
+// the node's stream of the channel started.
+func (h *hub) acquire(topic string, after int64) (int64, error) {
+	h.mu.Lock()
+	if ts := h.topics[topic]; ts != nil {
+		ts.refs++
+		start := ts.start
+		h.mu.Unlock()
+		return start, nil
+	}
+	var fn func(parley.Event)
+	channelID, isChannel := strings.CutPrefix(topic, channelPrefix)
+	if isChannel {
+		h.seq.Track(channelID, after)
+		fn = h.onChannelEvent
+	} else {
+		fn = func(ev parley.Event) { h.dispatch(topic, ev) }
+	}
+	unsub, err := h.g.bus.Subscribe(topic, fn)
+	if err != nil {
+		if isChannel {
+			h.seq.Untrack(channelID)
+		}
+		h.mu.Unlock()
+		return 0, err
+	}
+	h.topics[topic] = &topicSub{refs: 1, unsub: unsub, start: after}
+	h.g.metrics.subscriptions.Inc()
+	h.mu.Unlock()
+	if isChannel {
+		// Whatever was committed between the caller's read of the log
+		// position and the subscription is fetched now.
+		h.seq.CatchUp(channelID)
+	}
+	return after, nil
+}
+
+// release drops a reference on topic, unsubscribing on the last.
+func (h *hub) release(topic string) {
+	h.mu.Lock()
+	ts := h.topics[topic]
+	if ts == nil {
+		h.mu.Unlock()
+		return
+	}
+	ts.refs--
+	if ts.refs > 0 {
+		h.mu.Unlock()
+		return
+	}
+	delete(h.topics, topic)
+	h.g.metrics.subscriptions.Dec()
+	channelID, isChannel := strings.CutPrefix(topic, channelPrefix)
+	if isChannel {
+		h.seq.Untrack(channelID)
+	}
+	h.mu.Unlock()
+	if err := ts.unsub(); err != nil {
+		h.g.log.Warn("gateway unsubscribe failed", "topic", topic, "err", err)
+	}
+	if isChannel {
+		for _, p := range h.g.parts {
+			p.postAsync(func() { delete(p.chanPos, channelID) })
+		}
+	}
+}
+
+// refs returns the reference count of topic (tests).
+func (h *hub) refs(topic string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ts := h.topics[topic]; ts != nil {
+		return ts.refs
+	}
+	return 0
+}
+
+// later queues an acquire or release for the worker.
+func (h *hub) later(op subOp) {
+	h.opsMu.Lock()
+	h.ops = append(h.ops, op)
+	h.opsMu.Unlock()
+	select {
+	case h.opsWake <- struct{}{}:
+	default:
+	}
+}
+
+// work applies queued subscription changes until stop is closed.
+func (h *hub) work(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-h.opsWake:
+		}
+		for {
+			h.opsMu.Lock()
+			ops := h.ops
+			h.ops = nil
+			h.opsMu.Unlock()
+			if len(ops) == 0 {
+				break
+			}
+			for _, op := range ops {
+				if op.release {
+					h.release(op.topic)
+				} else if _, err := h.acquire(op.topic, op.after); err != nil {
+					h.g.log.Error("gateway subscribe failed", "topic", op.topic, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// onChannelEvent takes an event from a channel subscription. Ephemeral
+// events go straight out; durable ones through the sequencer.
+func (h *hub) onChannelEvent(ev parley.Event) {
+	if ev.Seq <= 0 {
+		h.dispatch(channelPrefix+ev.ChannelID, ev)
+		return
+	}
+	h.seq.Push(ev)
+}
+
+// deliverOrdered is the sequencer's output: a channel's durable events in
+// order, each once.
+func (h *hub) deliverOrdered(ev parley.Event) {
+	h.dispatch(channelPrefix+ev.ChannelID, ev)
+}
+
+// dispatch encodes ev once and hands it to every partition.
+func (h *hub) dispatch(topic string, ev parley.Event) {
+	e := newEvent(ev, h.g.now())
+	for _, p := range h.g.parts {
+		p.inbox <- item{ev: e, topic: topic}
+	}
+}

@@ -1,0 +1,226 @@
+package gateway
+
+import (
+	"context"
+	"hash/maphash"
+	"time"
+
+	"parley"
+	"parley/auth"
+)
+
+// Identify and resume: the two ways a connection gets a session.
+
+// storeTimeout bounds the store reads of one identify or resume.
+const storeTimeout = 10 * time.Second
+
+// identify authenticates the token, checks the workspace membership, makes
+// a session, subscribes the node to its topics and says ready.
+func (c *conn) identify(f *inFrame) {
+	if !c.admit() {
+		return
+	}
+	defer c.releaseAdmission()
+	g := c.g
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	hash := auth.HashToken(f.Token)
+	login, err := g.store.SessionByToken(ctx, hash)
+	if err != nil {
+		c.authFailed("identify", err)
+		return
+	}
+	if f.WorkspaceID == "" {
+		c.authFailed("identify", parley.Errorf(parley.ENOTFOUND, "workspace_id is required"))
+		return
+	}
+	if _, err := g.store.GetWorkspace(ctx, login.UserID, f.WorkspaceID); err != nil {
+		c.authFailed("identify", err)
+		return
+	}
+	refs, err := g.store.SessionChannels(ctx, login.UserID, f.WorkspaceID)
+	if err != nil {
+		c.authFailed("identify", err)
+		return
+	}
+
+	s := g.newSession(g.cfg.NodeID+"."+randomID(10), login.UserID, f.WorkspaceID, hash)
+	topics := []string{parley.TopicUser(login.UserID), parley.TopicWorkspace(f.WorkspaceID)}
+	starts := make([]int64, len(refs))
+	if err := g.acquireAll(topics, refs, starts); err != nil {
+		g.log.Error("gateway subscribe failed", "user_id", login.UserID, "err", err)
+		g.metrics.identifies.WithLabelValues("error").Inc()
+		c.closeWith(CloseUnknownError, "internal error")
+		return
+	}
+	s.topics = topics
+	g.registry.add(s)
+	g.metrics.sessions.Inc()
+
+	c.lastBeat.Store(g.now().UnixNano())
+	c.sess.Store(s)
+	c.identified.Store(true)
+	c.timer.Stop()
+	c.writeJSON(readyFrame{Op: "ready", SessionID: s.id, UserID: s.userID})
+	g.presenceConnect(s)
+	s.p.post(func() { s.p.addSession(s, c, refs, starts) })
+	g.metrics.identifies.WithLabelValues("ok").Inc()
+}
+
+// acquireAll takes the node references of a new session: its plain topics
+// and its channels (starts receives where each channel's node stream began).
+// On error, what was taken is given back.
+func (g *Gateway) acquireAll(topics []string, refs []parley.ChannelRef, starts []int64) error {
+	var taken []string
+	for _, t := range topics {
+		if _, err := g.hub.acquire(t, 0); err != nil {
+			g.releaseAll(taken)
+			return err
+		}
+		taken = append(taken, t)
+	}
+	for i, r := range refs {
+		start, err := g.hub.acquire(channelPrefix+r.ID, r.LastSeq)
+		if err != nil {
+			g.releaseAll(taken)
+			return err
+		}
+		starts[i] = start
+		taken = append(taken, channelPrefix+r.ID)
+	}
+	return nil
+}
+
+func (g *Gateway) releaseAll(topics []string) {
+	for _, t := range topics {
+		g.hub.release(t)
+	}
+}
+
+// authFailed closes the connection: 4004 when the store refused the
+// token or the workspace, 4000 when it failed.
+func (c *conn) authFailed(op string, err error) {
+	switch parley.ErrorCode(err) {
+	case parley.EUNAUTHORIZED, parley.ENOTFOUND, parley.EFORBIDDEN, parley.EINVALID:
+		c.g.metrics.counter(op, "auth_failed").Inc()
+		c.closeWith(CloseAuthFailed, "authentication failed")
+	default:
+		c.g.log.Error("gateway "+op+" failed", "err", err)
+		c.g.metrics.counter(op, "error").Inc()
+		c.closeWith(CloseUnknownError, "internal error")
+	}
+}
+
+// addSession puts a new session in the partition: indexed under its
+// topics, following its channels, attached to its socket.
+func (p *partition) addSession(s *session, c *conn, refs []parley.ChannelRef, starts []int64) {
+	p.sessions[s] = struct{}{}
+	for _, t := range s.topics {
+		p.indexAdd(t, s)
+	}
+	for i, r := range refs {
+		p.follow(s, r.ID, r.LastSeq, starts[i])
+	}
+	s.c = c
+	if c.closed() {
+		p.detach(s)
+	}
+}
+
+// resumeOutcome is what a partition says to a resume.
+type resumeOutcome int
+
+const (
+	resumeOK resumeOutcome = iota
+	resumeBadSeq
+	resumeGone   // removed meanwhile
+	resumeTooOld // the replay buffer no longer holds what the client missed
+)
+
+// resume takes over a session after a drop: the replay of what the client
+// missed, then resumed.
+func (c *conn) resume(f *inFrame) {
+	if !c.admit() {
+		return
+	}
+	defer c.releaseAdmission()
+	g := c.g
+	if f.Seq == nil || f.SessionID == "" {
+		c.closeWith(CloseDecodeError, "resume needs session_id and seq")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	hash := auth.HashToken(f.Token)
+	login, err := g.store.SessionByToken(ctx, hash)
+	if err != nil {
+		c.authFailed("resume", err)
+		return
+	}
+	s := g.registry.get(f.SessionID)
+	if s == nil && ownerNode(f.SessionID) != g.cfg.NodeID {
+		s = g.handover(ctx, f.SessionID, hash, *f.Seq)
+	}
+	if s == nil || s.tokenHash != hash || s.userID != login.UserID {
+		c.invalidSession("unknown_session")
+		return
+	}
+	res := make(chan resumeOutcome, 1)
+	s.p.post(func() { res <- s.p.attach(s, c, *f.Seq) })
+	switch <-res {
+	case resumeOK:
+		c.identified.Store(true)
+		c.timer.Stop()
+		g.metrics.resumes.WithLabelValues("ok").Inc()
+	case resumeBadSeq:
+		g.metrics.resumes.WithLabelValues("invalid_seq").Inc()
+		c.closeWith(CloseInvalidSeq, "resume seq is ahead of the session")
+	case resumeTooOld:
+		c.invalidSession("replay_unavailable")
+	default:
+		c.invalidSession("unknown_session")
+	}
+}
+
+// invalidSession tells the client to boot again; the connection stays open
+// for an identify.
+func (c *conn) invalidSession(reason string) {
+	c.g.metrics.resumes.WithLabelValues(reason).Inc()
+	c.writeJSON(invalidSessionFrame{Op: "invalid_session", Reason: reason})
+}
+
+// attach hands a session to a new socket: the events after seq are queued
+// for it (the replay), followed by resumed. An older socket still attached
+// is closed.
+func (p *partition) attach(s *session, c *conn, seq uint64) resumeOutcome {
+	if s.removed {
+		return resumeGone
+	}
+	if seq > s.sentS {
+		return resumeBadSeq
+	}
+	if seq < s.lastS && (s.ring.len() == 0 || s.ring.first > seq+1) {
+		p.kill(s, 0, "")
+		return resumeTooOld
+	}
+	if old := s.c; old != nil {
+		p.detach(s)
+		old.closeWith(CloseSessionTimeout, "session resumed on another connection")
+	}
+	c.lastBeat.Store(p.now)
+	c.sess.Store(s)
+	s.c, s.detachedAt, s.sentS = c, 0, seq
+	s.resumeOwed, s.resumeMark, s.resumeCount = true, s.lastS, s.lastS-seq
+	p.g.presenceConnect(s)
+	if c.closed() {
+		p.detach(s)
+	} else {
+		p.markDirty(s)
+	}
+	return resumeOK
+}
+
+// partitionOf picks a session's partition by its id.
+func (g *Gateway) partitionOf(id string) *partition {
+	return g.parts[maphash.String(g.seed, id)%uint64(len(g.parts))]
+}

@@ -1,0 +1,76 @@
+package gateway
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the gateway's Prometheus metrics, all named parley_gateway_*.
+type metrics struct {
+	connections      prometheus.Gauge
+	sessions         prometheus.Gauge
+	subscriptions    prometheus.Gauge
+	identifies       *prometheus.CounterVec
+	resumes          *prometheus.CounterVec
+	closes           *prometheus.CounterVec
+	deliveries       prometheus.Counter
+	droppedEphemeral prometheus.Counter
+	slowCloses       prometheus.Counter
+	sessionFills     prometheus.Counter
+	typingDropped    prometheus.Counter
+	fanout           prometheus.Histogram
+	queueDepth       prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_gateway_connections", Help: "Open WebSocket connections."}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_gateway_sessions", Help: "Sessions on this node, connected or waiting for a resume."}),
+		subscriptions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_gateway_bus_subscriptions", Help: "Bus topics this node is subscribed to."}),
+		identifies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_gateway_identifies_total", Help: "Identify attempts by result."}, []string{"result"}),
+		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_gateway_resumes_total", Help: "Resume attempts by result."}, []string{"result"}),
+		closes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_gateway_closes_total", Help: "Connections closed by the gateway, by close code."}, []string{"code"}),
+		deliveries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_deliveries_total", Help: "Events queued to sessions."}),
+		droppedEphemeral: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_ephemeral_dropped_total", Help: "Ephemeral events (typing, presence) dropped for full or detached sessions."}),
+		slowCloses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_slow_consumer_closes_total", Help: "Connections closed 4009 because their send queue was full."}),
+		sessionFills: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_session_catchups_total", Help: "Reads of a channel log to bring one session up to the node's stream."}),
+		typingDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_typing_dropped_total", Help: "Typing ops dropped by the per-user, per-channel throttle or for non-members."}),
+		fanout: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_gateway_fanout_seconds",
+			Help:    "From an event's receipt off the bus to its being queued to a partition's sessions.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}),
+		queueDepth: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_gateway_queue_depth",
+			Help:    "Frames waiting in a session's send queue when it is flushed.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.connections, m.sessions, m.subscriptions, m.identifies, m.resumes, m.closes,
+			m.deliveries, m.droppedEphemeral, m.slowCloses, m.sessionFills, m.typingDropped, m.fanout, m.queueDepth)
+	}
+	return m
+}
+
+// counter is the identify or resume counter for a result.
+func (m *metrics) counter(op, result string) prometheus.Counter {
+	if op == "resume" {
+		return m.resumes.WithLabelValues(result)
+	}
+	return m.identifies.WithLabelValues(result)
+}
+
+func closeLabel(code int) string { return strconv.Itoa(code) }

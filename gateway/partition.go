@@ -1,0 +1,427 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+)
+
+// partition owns a share of the node's sessions (by hash of session id) and
+// an index topic → those sessions. One goroutine runs it: it takes events
+// and requests from its inbox, enqueues events to its sessions, and then
+// flushes each session it touched once. Nothing in it blocks on a socket or
+// on the store.
+type partition struct {
+	g     *Gateway
+	id    int
+	inbox chan item
+
+	asyncMu   sync.Mutex
+	async     []func() // guarded by asyncMu: requests from callbacks that must not block
+	asyncWake chan struct{}
+
+	// Owned by the partition goroutine.
+	sessions  map[*session]struct{}
+	index     map[string]*topicSet
+	chanPos   map[string]int64 // per channel, the highest seq of the node's stream seen here
+	dirty     []*session
+	doomed    []doom
+	scratch   []byte // one event frame being built
+	corkBuf   []byte // the frames of one session's flush
+	now       int64  // unix nanos, read once per batch
+	delivered int    // deliveries not yet added to the metric
+	dropped   int    // ephemeral events dropped, not yet added to the metric
+}
+
+// item is one inbox entry: an event for a topic, or a request to run.
+type item struct {
+	ev    *event
+	topic string
+	fn    func()
+}
+
+// topicSet is the partition's sessions that follow a topic.
+type topicSet struct {
+	list []*session
+}
+
+// doom is a session to remove once the current delivery loop is done.
+type doom struct {
+	s      *session
+	code   int // close code for an attached socket; 0: leave it
+	reason string
+}
+
+// inboxSize bounds a partition's inbox; senders wait when it is full.
+const inboxSize = 4096
+
+// maxBatch bounds how many inbox items one flush round takes.
+const maxBatch = 1024
+
+func newPartition(g *Gateway, id int) *partition {
+	return &partition{
+		g:         g,
+		id:        id,
+		inbox:     make(chan item, inboxSize),
+		asyncWake: make(chan struct{}, 1),
+		sessions:  map[*session]struct{}{},
+		index:     map[string]*topicSet{},
+		chanPos:   map[string]int64{},
+	}
+}
+
+// post runs fn on the partition goroutine, waiting if the inbox is full.
+func (p *partition) post(fn func()) { p.inbox <- item{fn: fn} }
+
+// postAsync runs fn on the partition goroutine without ever waiting: for
+// callbacks from the poller, timers and presence, which must not block.
+func (p *partition) postAsync(fn func()) {
+	p.asyncMu.Lock()
+	p.async = append(p.async, fn)
+	p.asyncMu.Unlock()
+	select {
+	case p.asyncWake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the partition's goroutine, until stop is closed.
+func (p *partition) run(stop <-chan struct{}) {
+	tick := time.NewTicker(p.g.sweepEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case it := <-p.inbox:
+			p.now = p.g.now().UnixNano()
+			p.handle(it)
+			p.drain()
+		case <-p.asyncWake:
+			p.now = p.g.now().UnixNano()
+			p.runAsync()
+			p.drain()
+		case <-tick.C:
+			p.now = p.g.now().UnixNano()
+			p.sweep()
+		}
+		p.reap()
+		p.flushDirty()
+		p.publishCounts()
+	}
+}
+
+// drain takes what else is waiting, up to maxBatch items.
+func (p *partition) drain() {
+	for i := 0; i < maxBatch; i++ {
+		select {
+		case it := <-p.inbox:
+			p.handle(it)
+		default:
+			p.runAsync()
+			return
+		}
+	}
+	p.runAsync()
+}
+
+func (p *partition) runAsync() {
+	p.asyncMu.Lock()
+	fns := p.async
+	p.async = nil
+	p.asyncMu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+func (p *partition) handle(it item) {
+	if it.fn != nil {
+		it.fn()
+		return
+	}
+	p.deliver(it.topic, it.ev)
+}
+
+func (p *partition) publishCounts() {
+	if p.delivered > 0 {
+		p.g.metrics.deliveries.Add(float64(p.delivered))
+		p.delivered = 0
+	}
+	if p.dropped > 0 {
+		p.g.metrics.droppedEphemeral.Add(float64(p.dropped))
+		p.dropped = 0
+	}
+}
+
+// deliver enqueues e to every session of this partition that follows
+// topic and may see it.
+func (p *partition) deliver(topic string, e *event) {
+	kind := kindOf(topic)
+	if kind == topicChannel && e.seq > p.chanPos[e.channelID] {
+		p.chanPos[e.channelID] = e.seq
+	}
+	set := p.index[topic]
+	if set == nil {
+		return
+	}
+	for _, s := range set.list {
+		if !s.removed {
+			p.deliverTo(s, e, kind)
+		}
+	}
+	p.g.metrics.fanout.Observe(time.Duration(p.now - e.recv.UnixNano()).Seconds())
+}
+
+// deliverTo decides for one session. A channel's durable events reach a
+// session through the channel's ordered stream, filtered by the session's
+// position there; the copies that come on user and workspace topics go only
+// to sessions that do not follow the channel, and tell a session's partition
+// when its user joined or left one.
+func (p *partition) deliverTo(s *session, e *event, kind topicKind) {
+	if e.typ == EventTypingStarted && e.userID == s.userID {
+		return // not back to the typer
+	}
+	if !e.durable() {
+		p.enqueue(s, e)
+		if e.typ == "session.revoked" && e.tokenHash == s.tokenHash {
+			p.kill(s, CloseAuthFailed, "session revoked")
+		}
+		return
+	}
+	cp, follows := s.chans[e.channelID]
+	if kind == topicChannel {
+		if !follows || cp.catching || e.seq <= cp.last {
+			return
+		}
+		if e.seq > cp.last+1 {
+			p.startFill(s, e.channelID) // the session is behind the node's stream
+			return
+		}
+		cp.last = e.seq
+		s.chans[e.channelID] = cp
+		p.enqueue(s, e)
+		if (cp.until > 0 && cp.last >= cp.until) || (e.typ == "member.left" && e.userID == s.userID) {
+			p.leave(s, e.channelID)
+		}
+		return
+	}
+	if follows {
+		if e.typ == "member.left" && e.userID == s.userID {
+			p.leaveAfter(s, e.channelID, e.seq)
+		}
+		return
+	}
+	p.enqueue(s, e)
+	joined := (e.typ == "member.joined" && e.userID == s.userID) ||
+		(e.typ == "channel.created" && (kind == topicUser || e.userID == s.userID))
+	if joined {
+		p.join(s, e.channelID, e.seq)
+	}
+}
+
+// enqueue gives e the session's next s and queues it. Ephemeral events are
+// dropped, without an s, when the session is detached or its queue is half
+// full. A connected session whose queue is full is cut with 4009; it stays
+// resumable and keeps queueing.
+func (p *partition) enqueue(s *session, e *event) {
+	queued := int(s.lastS - s.sentS)
+	if e.ephemeral && (s.c == nil || queued >= p.g.cfg.SendQueue/2) {
+		p.dropped++
+		return
+	}
+	if s.c != nil && queued >= p.g.cfg.SendQueue {
+		p.g.metrics.slowCloses.Inc()
+		c := s.c
+		p.detach(s)
+		c.closeWith(CloseSessionTimeout, "send queue full")
+	}
+	if s.ring.len() >= p.g.cfg.ReplayMax {
+		if s.ring.first > s.sentS {
+			// The oldest entry was never sent: no resume can replay it.
+			p.kill(s, 0, "")
+			return
+		}
+		s.ring.pop()
+	}
+	s.lastS++
+	s.ring.push(s.lastS, entry{ev: e, at: p.now})
+	p.delivered++
+	p.markDirty(s)
+}
+
+func (p *partition) markDirty(s *session) {
+	if !s.dirty {
+		s.dirty = true
+		p.dirty = append(p.dirty, s)
+	}
+}
+
+func (p *partition) flushDirty() {
+	for i, s := range p.dirty {
+		s.dirty = false
+		p.dirty[i] = nil
+		if !s.removed {
+			p.flush(s)
+		}
+	}
+	p.dirty = p.dirty[:0]
+}
+
+// flush writes the session's queued frames in one batch, as many as the
+// socket's write buffer takes; the rest waits for the socket to drain.
+func (p *partition) flush(s *session) {
+	c := s.c
+	if c == nil || (s.sentS == s.lastS && !s.resumeOwed) {
+		return
+	}
+	budget := p.g.cfg.WriteHighWater - c.pending()
+	if budget <= 0 {
+		if !c.armWritable() {
+			p.markDirty(s) // drained meanwhile: next round
+		}
+		return
+	}
+	p.g.metrics.queueDepth.Observe(float64(s.lastS - s.sentS))
+	c.cork(p.corkBuf)
+	for budget > 0 {
+		if s.resumeOwed && s.sentS == s.resumeMark {
+			p.scratch = appendJSON(p.scratch[:0], resumedFrame{Op: "resumed", Replayed: s.resumeCount})
+			s.resumeOwed = false
+			if !c.text(p.scratch) {
+				break
+			}
+		}
+		if s.sentS == s.lastS {
+			break
+		}
+		en := s.ring.at(s.sentS + 1)
+		if en == nil {
+			break // cannot happen: unsent entries are never dropped
+		}
+		p.scratch = appendEventFrame(p.scratch[:0], s.sentS+1, en.ev.tail)
+		if !c.text(p.scratch) {
+			break
+		}
+		s.sentS++
+		budget -= len(p.scratch)
+	}
+	p.corkBuf = c.uncork()
+	if s.sentS < s.lastS || s.resumeOwed {
+		if !c.armWritable() {
+			p.markDirty(s)
+		}
+	}
+}
+
+// detach forgets the session's socket; the session stays resumable.
+func (p *partition) detach(s *session) {
+	if s.c == nil {
+		return
+	}
+	s.c = nil
+	s.detachedAt = p.now
+	s.resumeOwed = false
+	p.g.presenceDisconnect(s)
+}
+
+// kill marks the session for removal after the current loop; an attached
+// socket is closed with code (0: not closed).
+func (p *partition) kill(s *session, code int, reason string) {
+	if s.removed {
+		return
+	}
+	s.removed = true
+	p.doomed = append(p.doomed, doom{s: s, code: code, reason: reason})
+}
+
+// reap removes the doomed sessions: out of the index, their topics
+// released, out of the registry.
+func (p *partition) reap() {
+	for i, d := range p.doomed {
+		p.doomed[i] = doom{}
+		s := d.s
+		if s.c != nil {
+			c := s.c
+			p.detach(s)
+			if d.code != 0 {
+				c.closeWith(d.code, d.reason)
+			} else {
+				c.closeWith(CloseSessionTimeout, "session ended")
+			}
+		}
+		for ch := range s.chans {
+			p.indexRemove(channelPrefix+ch, s)
+			p.g.hub.later(subOp{topic: channelPrefix + ch, release: true})
+		}
+		for _, t := range s.topics {
+			p.indexRemove(t, s)
+			p.g.hub.later(subOp{topic: t, release: true})
+		}
+		clear(s.chans)
+		s.ring.reset()
+		delete(p.sessions, s)
+		p.g.registry.remove(s)
+		s.setWatch(nil)
+		p.g.metrics.sessions.Dec()
+	}
+	p.doomed = p.doomed[:0]
+}
+
+func (p *partition) indexAdd(topic string, s *session) {
+	set := p.index[topic]
+	if set == nil {
+		set = &topicSet{}
+		p.index[topic] = set
+	}
+	set.list = append(set.list, s)
+}
+
+func (p *partition) indexRemove(topic string, s *session) {
+	set := p.index[topic]
+	if set == nil {
+		return
+	}
+	for i, x := range set.list {
+		if x == s {
+			last := len(set.list) - 1
+			set.list[i] = set.list[last]
+			set.list[last] = nil
+			set.list = set.list[:last]
+			break
+		}
+	}
+	if len(set.list) == 0 {
+		delete(p.index, topic)
+	}
+}
+
+// sweep closes connections that stopped heartbeating, removes sessions
+// whose resume window has passed, and trims replay rings by age.
+func (p *partition) sweep() {
+	hbDeadline := p.now - int64(p.g.cfg.HeartbeatInterval)*3/2
+	windowDeadline := p.now - int64(p.g.cfg.ResumeWindow)
+	ttlDeadline := p.now - int64(p.g.cfg.ReplayTTL)
+	for s := range p.sessions {
+		if s.removed {
+			continue
+		}
+		if s.c != nil {
+			if c, ok := s.c.(*conn); ok && c.lastBeat.Load() < hbDeadline {
+				p.detach(s)
+				c.closeWith(CloseSessionTimeout, "heartbeat timeout")
+			}
+		} else if s.detachedAt < windowDeadline {
+			p.kill(s, 0, "")
+			continue
+		}
+		for en := s.ring.oldest(); en != nil && en.at < ttlDeadline; en = s.ring.oldest() {
+			if s.ring.first > s.sentS {
+				if s.c == nil {
+					p.kill(s, 0, "") // unsent events expired: not resumable
+				}
+				break
+			}
+			s.ring.pop()
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package gateway
+
+import (
+	"strings"
+	"sync"
+)
+
+// session is one identified client session: its id, who it acts for, its
+// session seq and replay ring, and the channels it follows with its
+// position in each. It outlives its sockets: after a drop it stays
+// resumable for the resume window, still queueing what it is sent.
+//
+// Every field below the first group is owned by the session's partition
+// goroutine; only the partition reads or writes them.
+type session struct {
+	id          string
+	userID      string
+	workspaceID string
+	tokenHash   string
+	p           *partition
+
+	mu           sync.Mutex // guards the fields up to the blank line
+	watchCancel  func()     // the presence watch of presence_sub
+	focus        []string   // the channels on screen
+	presenceSeen map[string]string
+
+	c          sink   // the attached socket; nil while detached
+	ring       ring   // replay buffer; the part after sentS is the send queue
+	lastS      uint64 // the last s given
+	sentS      uint64 // the last s written to c
+	chans      map[string]chanPos
+	topics     []string // the non-channel topics it holds (user, workspace)
+	detachedAt int64    // unix nanos; 0 while attached
+	dirty      bool     // in the partition's dirty list
+	removed    bool
+	// resumeMark > 0: a resumed frame is owed after the event with this s.
+	resumeMark  uint64
+	resumeCount uint64
+	resumeOwed  bool
+}
+
+// chanPos is a session's position in one channel it follows.
+type chanPos struct {
+	last     int64 // the last seq of the channel given to the session
+	until    int64 // > 0: the session leaves the channel after this seq
+	catching bool  // a read of the log for this session is in flight
+}
+
+func newSession(id, userID, workspaceID, tokenHash string, p *partition) *session {
+	return &session{
+		id:          id,
+		userID:      userID,
+		workspaceID: workspaceID,
+		tokenHash:   tokenHash,
+		p:           p,
+		chans:       map[string]chanPos{},
+	}
+}
+
+// ownerNode is the node part of a session id ("<node_id>.<random>").
+func ownerNode(sessionID string) string {
+	node, _, ok := strings.Cut(sessionID, ".")
+	if !ok {
+		return ""
+	}
+	return node
+}
+
+// setWatch replaces the session's presence watch.
+func (s *session) setWatch(cancel func()) {
+	s.mu.Lock()
+	old := s.watchCancel
+	s.watchCancel = cancel
+	s.mu.Unlock()
+	if old != nil {
+		old()
+	}
+}
+
+// presenceChanged records a user's status as sent to this session and
+// reports whether it differs from what was sent before.
+func (s *session) presenceChanged(userID, status string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.presenceSeen == nil {
+		s.presenceSeen = map[string]string{}
+	}
+	if s.presenceSeen[userID] == status {
+		return false
+	}
+	s.presenceSeen[userID] = status
+	return true
+}
+
+func (s *session) setFocus(ids []string) {
+	s.mu.Lock()
+	s.focus = ids
+	s.mu.Unlock()
+}
+
+// sink is where a partition writes a session's frames: a socket, or a
+// discarding stand-in in benchmarks.
+type sink interface {
+	// pending is how many bytes were written but have not reached the
+	// socket yet.
+	pending() int
+	// cork starts a batch: frames are gathered in buf until uncork writes
+	// them to the socket at once and returns buf for reuse.
+	cork(buf []byte)
+	text(payload []byte) bool
+	uncork() []byte
+	// armWritable asks for a call to the session's partition once pending
+	// has drained; false means it already has (flush again now).
+	armWritable() bool
+	// closeWith sends a close frame and closes the socket.
+	closeWith(code int, reason string)
+	// closed reports whether the socket is gone.
+	closed() bool
+}
