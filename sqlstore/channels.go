@@ -100,7 +100,7 @@ func (s *Store) GetChannel(ctx context.Context, actor, channelID string) (*parle
 // the topic and purpose; renaming needs channel management rights.
 func (s *Store) UpdateChannel(ctx context.Context, actor, channelID string, p parley.ChannelPatch) (*parley.Channel, error) {
 	var out *parley.Channel
-	err := s.write(ctx, "update channel", func(ctx context.Context, tx *Tx) error {
+	err := s.writeChannel(ctx, "update channel", channelID, func(ctx context.Context, tx *Tx) error {
 		a, err := loadChannel(ctx, tx, actor, channelID)
 		if err != nil {
 			return err
@@ -169,7 +169,7 @@ func (s *Store) UpdateChannel(ctx context.Context, actor, channelID string, p pa
 // returns the channel unchanged.
 func (s *Store) ArchiveChannel(ctx context.Context, actor, channelID string) (*parley.Channel, error) {
 	var out *parley.Channel
-	err := s.write(ctx, "archive channel", func(ctx context.Context, tx *Tx) error {
+	err := s.writeChannel(ctx, "archive channel", channelID, func(ctx context.Context, tx *Tx) error {
 		a, err := loadChannel(ctx, tx, actor, channelID)
 		if err != nil {
 			return err

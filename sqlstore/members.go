@@ -16,7 +16,7 @@ import (
 // Joining again is a no-op that returns the channel.
 func (s *Store) JoinChannel(ctx context.Context, actor, channelID string) (*parley.Channel, error) {
 	var out *parley.Channel
-	err := s.write(ctx, "join channel", func(ctx context.Context, tx *Tx) error {
+	err := s.writeChannel(ctx, "join channel", channelID, func(ctx context.Context, tx *Tx) error {
 		a, err := loadChannel(ctx, tx, actor, channelID)
 		if err != nil {
 			return err
@@ -50,7 +50,7 @@ func (s *Store) JoinChannel(ctx context.Context, actor, channelID string) (*parl
 // LeaveChannel ends actor's membership. Leaving a channel one is not in is a
 // no-op; a one-to-one DM cannot be left. Archived channels may be left.
 func (s *Store) LeaveChannel(ctx context.Context, actor, channelID string) error {
-	return s.write(ctx, "leave channel", func(ctx context.Context, tx *Tx) error {
+	return s.writeChannel(ctx, "leave channel", channelID, func(ctx context.Context, tx *Tx) error {
 		a, err := loadChannel(ctx, tx, actor, channelID)
 		if err != nil {
 			return err
@@ -71,7 +71,7 @@ func (s *Store) LeaveChannel(ctx context.Context, actor, channelID string) error
 // nothing changes; users already in the channel are skipped.
 func (s *Store) AddMembers(ctx context.Context, actor, channelID string, userIDs []string) (*parley.Channel, error) {
 	var out *parley.Channel
-	err := s.write(ctx, "add members", func(ctx context.Context, tx *Tx) error {
+	err := s.writeChannel(ctx, "add members", channelID, func(ctx context.Context, tx *Tx) error {
 		a, err := loadChannel(ctx, tx, actor, channelID)
 		if err != nil {
 			return err
@@ -123,7 +123,7 @@ func (s *Store) RemoveMember(ctx context.Context, actor, channelID, userID strin
 	if userID == actor {
 		return s.LeaveChannel(ctx, actor, channelID)
 	}
-	return s.write(ctx, "remove member", func(ctx context.Context, tx *Tx) error {
+	return s.writeChannel(ctx, "remove member", channelID, func(ctx context.Context, tx *Tx) error {
 		a, err := loadChannel(ctx, tx, actor, channelID)
 		if err != nil {
 			return err

@@ -42,7 +42,7 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		msg     *parley.Message
 		created bool
 	)
-	err := s.write(ctx, "post message", func(ctx context.Context, tx *Tx) error {
+	err := s.writeChannel(ctx, "post message", channelID, func(ctx context.Context, tx *Tx) error {
 		msg, created = nil, false // fn runs again when PostgreSQL retries
 		a, err := loadChannel(ctx, tx, actor, channelID)
 		if err != nil {
@@ -281,7 +281,7 @@ func (s *Store) GetMessage(ctx context.Context, actor, messageID string) (*parle
 // text is recorded like any other edit.
 func (s *Store) EditMessage(ctx context.Context, actor, messageID, text string) (*parley.Message, error) {
 	var out *parley.Message
-	err := s.write(ctx, "edit message", func(ctx context.Context, tx *Tx) error {
+	err := s.writeMessage(ctx, "edit message", messageID, func(ctx context.Context, tx *Tx) error {
 		out = nil
 		m, a, err := visibleMessage(ctx, tx, actor, messageID, true)
 		if err != nil {
@@ -332,7 +332,7 @@ func (s *Store) EditMessage(ctx context.Context, actor, messageID, text string) 
 // and message.deleted is appended. The user_id of the event is who deleted
 // it. Replies of a deleted root stay where they are.
 func (s *Store) DeleteMessage(ctx context.Context, actor, messageID string) error {
-	return s.write(ctx, "delete message", func(ctx context.Context, tx *Tx) error {
+	return s.writeMessage(ctx, "delete message", messageID, func(ctx context.Context, tx *Tx) error {
 		m, a, err := visibleMessage(ctx, tx, actor, messageID, true)
 		if err != nil {
 			return err

@@ -26,7 +26,7 @@ func (s *Store) pin(ctx context.Context, actor, messageID string, pin bool) (*pa
 		op, typ = "unpin message", parley.EventPinRemoved
 	}
 	var out *parley.Message
-	err := s.write(ctx, op, func(ctx context.Context, tx *Tx) error {
+	err := s.writeMessage(ctx, op, messageID, func(ctx context.Context, tx *Tx) error {
 		out = nil
 		m, a, err := visibleMessage(ctx, tx, actor, messageID, true)
 		if err != nil {

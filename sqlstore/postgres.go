@@ -23,6 +23,11 @@ func (s *Store) openPostgres(ctx context.Context, cfg Config) error {
 	if n <= 0 {
 		n = 16
 	}
+	lanes := cfg.WriteLanes
+	if lanes == 0 {
+		lanes = 8
+	}
+	n += max(lanes, 0)
 	if cfg.ReadConns > 0 {
 		n += cfg.ReadConns
 	} else {
@@ -37,16 +42,35 @@ func (s *Store) openPostgres(ctx context.Context, cfg Config) error {
 	}
 	// One pool serves reads and writes; PostgreSQL's MVCC needs no split.
 	s.rdb, s.wdb = db, db
+	batch := cfg.MaxBatch
+	if batch <= 0 {
+		batch = 64
+	}
+	for i := 0; i < lanes; i++ {
+		s.lanes = append(s.lanes, newGroupCommitter(db, batch, s.now, s.log, s.pub, nil, retryableInBatch))
+	}
 	return nil
 }
 
-// maxPostgresAttempts bounds retries of a write that lost a serialization
-// race, a deadlock, or a unique race on an idempotency key.
-const maxPostgresAttempts = 5
+// retryableInBatch: inside a batch a write may run again after a
+// serialization failure or a deadlock. A unique violation is final there:
+// the row it collided with is in the same transaction, and the write's
+// caller resolves it (see PostMessage's idempotency).
+func retryableInBatch(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "40001" || pgErr.Code == "40P01"
+	}
+	return false
+}
+
+// maxWriteAttempts bounds retries of a write that lost a serialization
+// race, a deadlock, or (outside a batch) a unique race on an idempotency key.
+const maxWriteAttempts = 5
 
 func (s *Store) writePostgres(ctx context.Context, fn func(context.Context, *Tx) error) ([]parley.Event, error) {
 	var lastErr error
-	for attempt := 0; attempt < maxPostgresAttempts; attempt++ {
+	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
 		events, err := s.writePostgresOnce(ctx, fn)
 		if err == nil || !retryablePostgres(err) {
 			return events, err
@@ -57,12 +81,18 @@ func (s *Store) writePostgres(ctx context.Context, fn func(context.Context, *Tx)
 }
 
 func (s *Store) writePostgresOnce(ctx context.Context, fn func(context.Context, *Tx) error) ([]parley.Event, error) {
-	sqlTx, err := s.wdb.BeginTx(ctx, nil)
+	return runTx(ctx, s.wdb, txTime(s.now()), ctx, fn)
+}
+
+// runTx runs fn in a transaction of its own on db and returns the events it
+// appended. The transaction runs under txCtx; fn gets fnCtx.
+func runTx(txCtx context.Context, db *sql.DB, now time.Time, fnCtx context.Context, fn func(context.Context, *Tx) error) ([]parley.Event, error) {
+	sqlTx, err := db.BeginTx(txCtx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	tx := &Tx{Tx: sqlTx, now: txTime(s.now())}
-	if err := fn(ctx, tx); err != nil {
+	tx := &Tx{Tx: sqlTx, now: now}
+	if err := fn(fnCtx, tx); err != nil {
 		sqlTx.Rollback()
 		return nil, err
 	}

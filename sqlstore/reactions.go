@@ -31,7 +31,7 @@ func (s *Store) react(ctx context.Context, actor, messageID, emoji string, add b
 		op, typ = "remove reaction", parley.EventReactionRemoved
 	}
 	var out *parley.Message
-	err := s.write(ctx, op, func(ctx context.Context, tx *Tx) error {
+	err := s.writeMessage(ctx, op, messageID, func(ctx context.Context, tx *Tx) error {
 		out = nil
 		m, a, err := visibleMessage(ctx, tx, actor, messageID, true)
 		if err != nil {

@@ -23,6 +23,13 @@ func openPostgres(tb testing.TB, pub parley.EventPublisher) parley.Store {
 	return mustOpen(tb, sqlstore.Config{PostgresURL: testpg.New(tb), Publisher: pub})
 }
 
+// openPostgresNoLanes is openPostgres without group-commit lanes: every
+// write in its own transaction (the benchmarks' baseline).
+func openPostgresNoLanes(tb testing.TB, pub parley.EventPublisher) parley.Store {
+	tb.Helper()
+	return mustOpen(tb, sqlstore.Config{PostgresURL: testpg.New(tb), Publisher: pub, WriteLanes: -1})
+}
+
 func mustOpen(tb testing.TB, cfg sqlstore.Config) *sqlstore.Store {
 	tb.Helper()
 	s, err := sqlstore.Open(context.Background(), cfg)

@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"strings"
 	"time"
@@ -43,8 +44,13 @@ type Config struct {
 	// WriteConns bounds PostgreSQL's writer pool (default 16). SQLite always
 	// has exactly one writer.
 	WriteConns int
-	// MaxBatch bounds how many writes SQLite commits together (default 256).
+	// MaxBatch bounds how many writes one group commit takes (default 256
+	// on SQLite, 64 per lane on PostgreSQL).
 	MaxBatch int
+	// WriteLanes is how many group-commit lanes PostgreSQL runs for writes
+	// about one channel or message (default 8; negative: none, every write
+	// its own transaction); see writeChannel.
+	WriteLanes int
 }
 
 // Dialect names the database behind a Store.
@@ -58,10 +64,11 @@ const (
 // Store implements parley.Store.
 type Store struct {
 	dialect Dialect
-	rdb     *sql.DB // readers: queries outside write transactions
-	wdb     *sql.DB // writers: SQLite's single connection, or PostgreSQL's pool
-	gc      *groupCommitter
-	rstmts  *readStmts // SQLite's reader pool: prepared statements (stmtcache.go); nil on PostgreSQL
+	rdb     *sql.DB           // readers: queries outside write transactions
+	wdb     *sql.DB           // writers: SQLite's single connection, or PostgreSQL's pool
+	gc      *groupCommitter   // SQLite's only writer
+	lanes   []*groupCommitter // PostgreSQL's per-key writers (writeChannel)
+	rstmts  *readStmts        // SQLite's reader pool: prepared statements (stmtcache.go); nil on PostgreSQL
 	pub     parley.EventPublisher
 	log     *slog.Logger
 	now     func() time.Time
@@ -101,6 +108,9 @@ func (s *Store) Dialect() Dialect { return s.dialect }
 func (s *Store) Close() error {
 	if s.gc != nil {
 		s.gc.close()
+	}
+	for _, l := range s.lanes {
+		l.close()
 	}
 	var errs []error
 	if s.rdb != nil && s.rdb != s.wdb {
@@ -156,6 +166,43 @@ func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Contex
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return err
+}
+
+// writeChannel is write for an operation about one channel or message, named
+// by key (a channel id, or a message id when the channel is not known
+// before the transaction). On PostgreSQL every write with the same key goes
+// through the same group-commit lane: a hot channel's writes are batched into
+// shared commits and published in seq order. On SQLite it is write.
+func (s *Store) writeChannel(ctx context.Context, op, key string, fn func(ctx context.Context, tx *Tx) error) error {
+	if len(s.lanes) == 0 {
+		return s.write(ctx, op, fn)
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	err := s.lanes[h.Sum32()%uint32(len(s.lanes))].do(ctx, fn)
+	if err != nil && parley.ErrorCode(err) == parley.EINTERNAL {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return err
+}
+
+// writeMessage is writeChannel for an operation on a message: it finds the
+// message's channel first, so that every write locking a channel's row goes
+// through that channel's lane (two lanes locking each other's channels could
+// deadlock). An unknown message goes by its own id and fails inside.
+func (s *Store) writeMessage(ctx context.Context, op, messageID string, fn func(ctx context.Context, tx *Tx) error) error {
+	key := messageID
+	if len(s.lanes) > 0 {
+		var channelID string
+		err := s.rdb.QueryRowContext(ctx, `SELECT channel_id FROM messages WHERE id = $1`, messageID).Scan(&channelID)
+		switch {
+		case err == nil:
+			key = channelID
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("%s: find channel: %w", op, err)
+		}
+	}
+	return s.writeChannel(ctx, op, key, fn)
 }
 
 // isUniqueViolation reports whether err is a unique-constraint failure on
