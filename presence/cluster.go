@@ -3,8 +3,10 @@ package presence
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"parley"
+	"parley/nodes"
 )
 
 // The tracker's side of the cluster: other nodes (peers) and their
@@ -54,6 +56,10 @@ func (t *Tracker) startBus() error {
 	// node hears the others' answers to its first heartbeat within a round
 	// trip, and their regular heartbeats within Heartbeat.
 	t.startupUntil = now + min(t.qTimeout, t.startupWait)
+	// A node met later than that (Membership may take its own interval to
+	// list everyone) may hold users whose first status was reported here
+	// without its answer: while young, this node asks each node it meets.
+	t.youngUntil = now + max(t.expiry, t.startupWait)
 	if t.hbEvery > 0 {
 		t.nextAlive = now + t.hbEvery
 		t.out = append(t.out, t.ctlEvent(typeAlive, ctlTopic, ctlMsg{}))
@@ -62,8 +68,8 @@ func (t *Tracker) startBus() error {
 	t.mu.Unlock()
 	t.publish(out)
 	if t.members != nil {
-		t.onMembers(t.members.LiveNodeIDs())
-		t.stopMembers = t.members.WatchNodeIDs(t.onMembers)
+		t.onMembers(t.members.Live())
+		t.stopMembers = t.members.Subscribe(t.onMembers)
 	}
 	return nil
 }
@@ -154,6 +160,9 @@ func (t *Tracker) seenPeer(id string, boot, now int64) bool {
 	case p == nil:
 		t.peers[id] = &peer{boot: boot, lastSeen: now, live: true}
 		t.peerMet(id)
+		if now < t.youngUntil {
+			t.requery(id, now)
+		}
 		return true
 	case boot < p.boot:
 		return false
@@ -231,10 +240,18 @@ func (t *Tracker) schedulePurge(id string, boot, now int64) {
 	t.purges = append(t.purges, purge{node: id, boot: boot, at: now + t.grace})
 }
 
+// deadPeerTTL is how long a dead node is remembered. A node back within it
+// is asked again about every watched user; one back later is met as new.
+const deadPeerTTL = int64(time.Hour)
+
 // sweepNodes expires silent nodes and runs due purges.
 func (t *Tracker) sweepNodes(now int64) {
 	live := 0
 	for id, p := range t.peers {
+		if !p.live && now-p.lastSeen > deadPeerTTL && !t.purgePending(id) {
+			delete(t.peers, id)
+			continue
+		}
 		if p.live && !p.member && now-p.lastSeen > t.expiry {
 			t.log.Warn("presence: node silent, letting its users go", "peer", id,
 				"silent_for_ms", (now-p.lastSeen)/1e6)
@@ -263,6 +280,15 @@ func (t *Tracker) sweepNodes(now int64) {
 	}
 }
 
+func (t *Tracker) purgePending(id string) bool {
+	for _, pg := range t.purges {
+		if pg.node == id {
+			return true
+		}
+	}
+	return false
+}
+
 func (t *Tracker) runPurge(pg purge) {
 	p := t.peers[pg.node]
 	if p != nil && p.live && p.boot == pg.boot {
@@ -275,9 +301,9 @@ func (t *Tracker) runPurge(pg purge) {
 			t.userChanged(user)
 		}
 	}
-	if p != nil && !p.live && p.boot == pg.boot {
-		delete(t.peers, pg.node)
-	}
+	// The dead peer itself is kept (deadPeerTTL): if it is heard from
+	// again, it is asked again about the users whose contributions were
+	// just dropped.
 }
 
 // deleteFunc is slices.DeleteFunc without zeroing the tail (contrib holds
@@ -337,13 +363,19 @@ func (t *Tracker) startSync(users []string, now int64) {
 		for _, u := range chunk {
 			t.watched[u].syncQ = q.id
 		}
-		if t.bus == nil || (len(q.expect) == 0 && now >= t.startupUntil) {
+		if t.bus == nil {
+			t.completeQuery(q)
+			continue
+		}
+		// Sent even when no other node is known: nodes not known yet
+		// answer too, and their answers count as changes.
+		t.m.queries.Inc()
+		t.out = append(t.out, t.ctlEvent(typeQuery, ctlTopic, ctlMsg{QID: q.id, UserIDs: chunk}))
+		if len(q.expect) == 0 && now >= t.startupUntil {
 			t.completeQuery(q)
 			continue
 		}
 		t.queries[q.id] = q
-		t.m.queries.Inc()
-		t.out = append(t.out, t.ctlEvent(typeQuery, ctlTopic, ctlMsg{QID: q.id, UserIDs: chunk}))
 	}
 }
 
@@ -455,15 +487,16 @@ func (t *Tracker) answerManualSync(to string) {
 }
 
 // onMembers applies the live node set from Membership.
-func (t *Tracker) onMembers(ids []string) {
+func (t *Tracker) onMembers(live []nodes.Node) {
 	now := t.now()
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		return
 	}
-	in := make(map[string]struct{}, len(ids))
-	for _, id := range ids {
+	in := make(map[string]struct{}, len(live))
+	for _, n := range live {
+		id := n.ID
 		if id == t.node || id == "" {
 			continue
 		}
@@ -472,6 +505,9 @@ func (t *Tracker) onMembers(ids []string) {
 		if p == nil {
 			t.peers[id] = &peer{lastSeen: now, live: true, member: true}
 			t.peerMet(id)
+			if now < t.youngUntil {
+				t.requery(id, now)
+			}
 			continue
 		}
 		p.member = true

@@ -10,6 +10,7 @@ import (
 
 	"parley"
 	"parley/natsbus"
+	"parley/nodes"
 )
 
 // Several trackers ("nodes") on one embedded bus, on the real clock with
@@ -151,11 +152,8 @@ func TestNodeDiesWithoutGoodbye(t *testing.T) {
 	if took < testGrace || took > bound {
 		t.Fatalf("offline %v after the crash, want between %v and %v", took, testGrace, bound)
 	}
-	n2.mu.Lock()
-	_, known := n2.peers["n1"]
-	n2.mu.Unlock()
-	if known {
-		t.Fatal("n2 still keeps the dead node")
+	if n := n2.livePeerCount(); n != 0 {
+		t.Fatal("n2 still counts the dead node live")
 	}
 }
 
@@ -173,8 +171,7 @@ func TestCrashedNodesUsersReconnectElsewhereWithoutFlap(t *testing.T) {
 	waitFor(t, "n1 declared dead and purged on n3", func() bool {
 		n3.mu.Lock()
 		defer n3.mu.Unlock()
-		_, ok := n3.peers["n1"]
-		return !ok
+		return !n3.peers["n1"].live && len(n3.purges) == 0
 	})
 	settle(t, n3)
 	wantReports(t, &r, "U1", Online)
@@ -315,26 +312,39 @@ func TestPresenceTopicSubscriptionIsRefCounted(t *testing.T) {
 // fakeMembers is a Membership the test drives.
 type fakeMembers struct {
 	mu   sync.Mutex
-	ids  []string
-	subs map[int]func([]string)
+	live []nodes.Node
+	subs map[int]func([]nodes.Node)
 	next int
 }
 
-func (f *fakeMembers) LiveNodeIDs() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.ids)
+func newFakeMembers(ids ...string) *fakeMembers {
+	f := &fakeMembers{subs: map[int]func([]nodes.Node){}}
+	f.live = nodeList(ids)
+	return f
 }
 
-func (f *fakeMembers) WatchNodeIDs(fn func([]string)) func() {
+func nodeList(ids []string) []nodes.Node {
+	var out []nodes.Node
+	for _, id := range ids {
+		out = append(out, nodes.Node{ID: id})
+	}
+	return out
+}
+
+func (f *fakeMembers) Live() []nodes.Node {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.subs == nil {
-		f.subs = map[int]func([]string){}
-	}
+	return slices.Clone(f.live)
+}
+
+func (f *fakeMembers) Subscribe(fn func([]nodes.Node)) func() {
+	f.mu.Lock()
 	f.next++
 	id := f.next
 	f.subs[id] = fn
+	live := slices.Clone(f.live)
+	f.mu.Unlock()
+	fn(live)
 	return func() {
 		f.mu.Lock()
 		delete(f.subs, id)
@@ -344,20 +354,22 @@ func (f *fakeMembers) WatchNodeIDs(fn func([]string)) func() {
 
 func (f *fakeMembers) set(ids ...string) {
 	f.mu.Lock()
-	f.ids = ids
-	var fns []func([]string)
+	f.live = nodeList(ids)
+	var fns []func([]nodes.Node)
 	for _, fn := range f.subs {
 		fns = append(fns, fn)
 	}
 	f.mu.Unlock()
 	for _, fn := range fns {
-		fn(slices.Clone(ids))
+		fn(nodeList(ids))
 	}
 }
 
+var _ Membership = (*nodes.Members)(nil)
+
 func TestMembershipDecidesLiveness(t *testing.T) {
 	bus := mustBus(t)
-	members := &fakeMembers{ids: []string{"n1", "n2"}}
+	members := newFakeMembers("n1", "n2")
 	cfg1, cfg2 := clusterConfig(bus, "n1"), clusterConfig(bus, "n2")
 	cfg1.Membership, cfg2.Membership = members, members
 	n1, n2 := mustNode(t, cfg1), mustNode(t, cfg2)
@@ -411,4 +423,56 @@ func TestQueryAnsweredByAllNodesCompletesBeforeTimeout(t *testing.T) {
 	if n := testutil.ToFloat64(nodes[2].m.queryTimeouts); n != 0 {
 		t.Fatalf("%v query timeouts", n)
 	}
+}
+
+func TestWithNodesMembership(t *testing.T) {
+	bus := mustBus(t)
+	start := func(id string) (*nodes.Members, *Tracker) {
+		m, err := nodes.Start(nodes.Config{Bus: bus, Self: nodes.Node{ID: id}, Interval: testHeartbeat})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		cfg := clusterConfig(bus, id)
+		cfg.Membership = m
+		return m, mustNode(t, cfg)
+	}
+	m1, n1 := start("n1")
+	_, n2 := start("n2")
+	waitFor(t, "n2 to see n1 live", func() bool { return n2.livePeerCount() == 1 })
+
+	n1.Connect("U1", "s1")
+	var r recorder
+	defer n2.Watch([]string{"U1"}, r.fn)()
+	waitStatus(t, &r, "U1", Online)
+
+	began := time.Now()
+	n1.stop(false) // the tracker dies; the membership says goodbye
+	m1.Close()
+	waitStatus(t, &r, "U1", Offline)
+	if d := time.Since(began); d < testGrace || d > testGrace+time.Second {
+		t.Fatalf("offline %v after n1 left, want about %v", d, testGrace)
+	}
+}
+
+func TestNodeMetLateIsAsked(t *testing.T) {
+	bus := mustBus(t)
+	m1, m2 := newFakeMembers("n1"), newFakeMembers("n2")
+	cfg1, cfg2 := clusterConfig(bus, "n1"), clusterConfig(bus, "n2")
+	cfg1.Membership, cfg2.Membership = m1, m2
+	n1 := mustNode(t, cfg1)
+	n1.Connect("U1", "s1")
+	n2 := mustNode(t, cfg2)
+	var r recorder
+	defer n2.Watch([]string{"U1"}, r.fn)()
+	// n2's membership does not list n1, but n1 answers the query.
+	waitStatus(t, &r, "U1", Online)
+	// n1 is silent and still not a member: after NodeExpiry and Grace n2
+	// lets its users go.
+	waitStatus(t, &r, "U1", Offline)
+	// The membership catches up: n2 asks n1 again.
+	m2.set("n1", "n2")
+	waitStatus(t, &r, "U1", Online)
+	settle(t, n2)
+	wantReports(t, &r, "U1", Online, Offline, Online)
 }

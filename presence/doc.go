@@ -28,7 +28,7 @@
 // heartbeats (every Heartbeat, expiry NodeExpiry). When a node dies or says
 // bye, its users stay for Grace more (their clients reconnect elsewhere)
 // and then go, so a user on a dead node turns offline at most NodeExpiry +
-// Grace + SweepInterval after the crash. Manual away is replicated to every
+// Grace + 2 × SweepInterval after the crash. Manual away is replicated to every
 // node (a small map of users set away) and fetched from a peer at start.
 //
 // Time: one sweeper goroutine per tracker applies grace, away and expiry

@@ -337,7 +337,7 @@ func TestCallbackMayCallTracker(t *testing.T) {
 }
 
 func TestConfigChecks(t *testing.T) {
-	if _, err := New(Config{NodeID: "a.b"}); err == nil {
+	if _, err := New(Config{NodeID: "a.b"}); err == nil { // a dot would split the subject
 		t.Fatal("a node id with a dot was accepted")
 	}
 	tr, err := New(Config{})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"parley"
 	"parley/natsbus"
+	"parley/nodes"
 )
 
 // Presence values, as in the client contract.
@@ -69,8 +69,8 @@ type Config struct {
 	// Bus carries presence between nodes. Nil: a single node that knows
 	// only its own sessions (tests, tools).
 	Bus *natsbus.Bus
-	// NodeID names this node on the bus: unique among live nodes, no dots
-	// or whitespace. Required with a Bus; DefaultNodeID without one.
+	// NodeID names this node on the bus: unique among live nodes, as
+	// nodes.ValidID says. Required with a Bus; DefaultNodeID without one.
 	NodeID string
 	// Grace is how long a user stays at their last presence after their
 	// last session anywhere is gone (default 30 s).
@@ -108,15 +108,13 @@ type Config struct {
 	SweepInterval time.Duration
 }
 
-// Membership is live cluster membership by node id. An adapter over
-// package nodes provides it in `parley serve`.
+// Membership is live cluster membership; *nodes.Members has it.
 type Membership interface {
-	// LiveNodeIDs returns the ids of the nodes alive now (this one may be
-	// among them).
-	LiveNodeIDs() []string
-	// WatchNodeIDs calls fn with the live node ids whenever they change,
+	// Live returns the nodes alive now (this one among them).
+	Live() []nodes.Node
+	// Subscribe calls fn with the live nodes now and after every change,
 	// until cancel is called.
-	WatchNodeIDs(fn func(ids []string)) (cancel func())
+	Subscribe(fn func([]nodes.Node)) (cancel func())
 }
 
 // Tracker keeps the presence of the users with sessions on this node, and
@@ -139,7 +137,10 @@ type Tracker struct {
 	bus         *natsbus.Bus // nil: single node
 	members     Membership
 
-	// subscribe is bus.Subscribe; tests wrap it to count subscriptions.
+	// mux carries the per-user presence topics (nil without a bus).
+	mux *natsbus.Mux
+	// subscribe subscribes a user's topic on mux; tests wrap it to count
+	// subscriptions.
 	subscribe func(topic string, fn func(parley.Event)) (func() error, error)
 	// onTopic is t.onChanged, kept as one func value so that a watched
 	// user's subscription does not allocate a closure.
@@ -157,6 +158,7 @@ type Tracker struct {
 	queries      map[uint64]*query       // guarded by mu; outstanding queries
 	nextQID      uint64                  // guarded by mu
 	startupUntil int64                   // guarded by mu; until then queries wait for the timeout
+	youngUntil   int64                   // guarded by mu; until then nodes met are asked about every watched user
 	nextAlive    int64                   // guarded by mu; next heartbeat
 	manualSynced bool                    // guarded by mu; asked a peer for the manual-away set
 	notes        []note                  // guarded by mu; pending watcher notifications
@@ -194,8 +196,8 @@ func New(cfg Config) (*Tracker, error) {
 	if cfg.NodeID == "" {
 		return nil, errors.New("presence: NodeID is required with a Bus")
 	}
-	if strings.ContainsAny(cfg.NodeID, ".*> \t\r\n") {
-		return nil, fmt.Errorf("presence: node id %q contains a dot, a wildcard or whitespace", cfg.NodeID)
+	if err := nodes.ValidID(cfg.NodeID); err != nil {
+		return nil, fmt.Errorf("presence: %w", err)
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = DefaultGrace
@@ -247,7 +249,15 @@ func New(cfg Config) (*Tracker, error) {
 	t.onTopic = t.onChanged
 	t.subscribe = func(string, func(parley.Event)) (func() error, error) { return nil, nil }
 	if t.bus != nil {
-		t.subscribe = t.bus.Subscribe
+		// One Mux for every watched user's topic: a callback subscription
+		// per user would cost a goroutine each.
+		t.mux = t.bus.NewMux(0, func(ev parley.Event) { t.onTopic(ev) })
+		t.subscribe = func(topic string, _ func(parley.Event)) (func() error, error) {
+			if err := t.mux.Subscribe(topic); err != nil {
+				return nil, err
+			}
+			return func() error { return t.mux.Unsubscribe(topic) }, nil
+		}
 		if t.members == nil {
 			t.hbEvery = int64(cfg.Heartbeat)
 		}
@@ -292,6 +302,9 @@ func (t *Tracker) stop(bye bool) {
 		if err := u(); err != nil {
 			t.log.Debug("presence unsubscribe", "err", err)
 		}
+	}
+	if t.mux != nil {
+		t.mux.Close()
 	}
 	if bye && t.bus != nil {
 		t.publish([]parley.Event{t.ctlEvent(typeBye, ctlTopic, ctlMsg{})})
