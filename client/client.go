@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,8 +43,9 @@ const (
 // share an http.Client (WithHTTPClient) and, for their gateway connections,
 // one process-wide WebSocket engine.
 type Client struct {
-	base         string // scheme://host[:port][/path], no trailing slash
-	wsURL        string // the gateway URL
+	bases        []string     // scheme://host[:port][/path], no trailing slash; bases[0] is the primary
+	cur          atomic.Int32 // index in bases of the server in use
+	wsURL        string       // the gateway URL override ("" for none)
 	hc           *http.Client
 	maxRetries   int
 	maxRetryWait time.Duration
@@ -78,6 +80,17 @@ func WithRetry(maxRetries int, maxWait time.Duration) Option {
 	return func(c *Client) { c.maxRetries, c.maxRetryWait = max(maxRetries, 0), maxWait }
 }
 
+// WithFallbackURLs adds base URLs of other nodes of the same cluster. A
+// call that fails in transit is retried (when safe to repeat) on the next
+// one, and gateway connections move through their gateways in turn.
+func WithFallbackURLs(baseURLs ...string) Option {
+	return func(c *Client) {
+		for _, b := range baseURLs {
+			c.bases = append(c.bases, strings.TrimRight(b, "/"))
+		}
+	}
+}
+
 // WithLogger sets the logger of the client and of its gateway connections
 // (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
@@ -86,7 +99,7 @@ func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
 // "http://127.0.0.1:8080" (with or without a trailing slash).
 func New(baseURL string, opts ...Option) *Client {
 	c := &Client{
-		base:         strings.TrimRight(baseURL, "/"),
+		bases:        []string{strings.TrimRight(baseURL, "/")},
 		maxRetries:   DefaultMaxRetries,
 		maxRetryWait: DefaultMaxRetryWait,
 	}
@@ -104,9 +117,6 @@ func New(baseURL string, opts ...Option) *Client {
 	if c.maxRetryWait <= 0 {
 		c.maxRetryWait = DefaultMaxRetryWait
 	}
-	if c.wsURL == "" {
-		c.wsURL = gatewayURL(c.base)
-	}
 	return c
 }
 
@@ -121,11 +131,24 @@ func gatewayURL(base string) string {
 	return base + apiPrefix + "/gateway"
 }
 
-// BaseURL returns the server's base URL.
-func (c *Client) BaseURL() string { return c.base }
+// BaseURL returns the base URL of the server in use.
+func (c *Client) BaseURL() string { return c.bases[int(c.cur.Load())%len(c.bases)] }
 
-// WSURL returns the gateway URL that Connect uses by default.
-func (c *Client) WSURL() string { return c.wsURL }
+// WSURL returns the gateway URL that Connect tries first.
+func (c *Client) WSURL() string { return c.gatewayURLs()[0] }
+
+// gatewayURLs are the gateways Connect uses by default: the override, or
+// each base URL's gateway.
+func (c *Client) gatewayURLs() []string {
+	if c.wsURL != "" {
+		return []string{c.wsURL}
+	}
+	out := make([]string, len(c.bases))
+	for i, b := range c.bases {
+		out[i] = gatewayURL(b)
+	}
+	return out
+}
 
 // Token returns the current bearer token ("" when logged out).
 func (c *Client) Token() string {
@@ -187,14 +210,18 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 			return fmt.Errorf("%s %s: encode body: %w", cl.method, cl.path, err)
 		}
 	}
-	target := c.base + apiPrefix + cl.path
+	suffix := apiPrefix + cl.path
 	if len(cl.query) > 0 {
-		target += "?" + cl.query.Encode()
+		suffix += "?" + cl.query.Encode()
 	}
 	for attempt := 0; ; attempt++ {
-		err := c.once(ctx, cl, target, body, out)
+		i := c.cur.Load()
+		err := c.once(ctx, cl, c.bases[int(i)%len(c.bases)]+suffix, body, out)
 		if err == nil {
 			return nil
+		}
+		if isTransient(err) && len(c.bases) > 1 {
+			c.cur.CompareAndSwap(i, (i+1)%int32(len(c.bases))) // try the next node
 		}
 		if !cl.idempotent || attempt >= c.maxRetries || ctx.Err() != nil {
 			return err

@@ -29,12 +29,15 @@ type ConnectOptions struct {
 	Channels map[string]int64
 	// DeclaredOnly restricts ordering and gap filling to the channels the
 	// application declared (Channels, TrackChannel) and those the user joins
-	// while connected; durable events of any other channel pass through
-	// unchecked. By default every channel whose events arrive is tracked
-	// from the first seq seen.
+	// or creates while connected; durable events of any other channel pass
+	// through unchecked. By default a channel is also tracked from the first
+	// of its events that only its members receive (a message, reaction or
+	// pin), from that event's seq. Directory copies of other public
+	// channels' lifecycle events never start tracking (see startsTracking).
 	DeclaredOnly bool
 	// URLs are the gateway URLs to use, in turn: the Conn moves to the next
-	// after a failed attempt. Default: the Client's WSURL.
+	// after a failed attempt. Default: the Client's WSURL override, else the
+	// gateway of each of its base URLs (WithFallbackURLs).
 	URLs []string
 	// Header is sent with every upgrade request (an Origin, say).
 	Header http.Header
@@ -62,7 +65,9 @@ type State uint8
 
 const (
 	// StateReady: identified, a new session (the first, or one after the
-	// old session could not be resumed).
+	// old session could not be resumed). Tracked channels are caught up
+	// with /sync; an application that follows channels it does not track
+	// should boot again after a StateReady that follows a drop.
 	StateReady State = iota + 1
 	// StateResumed: the session was resumed after a drop.
 	StateResumed
@@ -116,7 +121,6 @@ type Conn struct {
 	client      *Client
 	workspaceID string
 	opts        ConnectOptions
-	log         *slog.Logger
 	handler     func(Event)
 	ctx         context.Context // ends at Close
 	cancel      context.CancelFunc
@@ -128,26 +132,30 @@ type Conn struct {
 	}
 
 	mu         sync.Mutex
-	closed     bool    // guarded by mu
-	err        error   // why the Conn ended; guarded by mu
-	cur        *socket // the socket in use; guarded by mu
-	live       bool    // cur has finished its handshake; guarded by mu
-	sessionID  string  // guarded by mu
-	userID     string  // guarded by mu
-	lastS      int64   // the last session seq received; guarded by mu
-	urlIdx     int     // guarded by mu
-	reconnect  bool    // a reconnect goroutine runs; guarded by mu
-	running    int     // goroutines that must end before done closes; guarded by mu
-	focus      []string
-	focusSet   bool     // guarded by mu (with focus)
-	presence   []string // guarded by mu
-	presSet    bool     // guarded by mu (with presence)
-	queue      []item   // events waiting for the handler; guarded by mu
-	spare      []item   // guarded by mu
-	pending    int      // items queued or being handled; guarded by mu
-	draining   bool     // a delivery goroutine runs; guarded by mu
+	closed     bool          // guarded by mu
+	err        error         // why the Conn ended; guarded by mu
+	cur        *socket       // the socket in use; guarded by mu
+	live       bool          // cur has finished its handshake; guarded by mu
+	sessionID  string        // guarded by mu
+	userID     string        // guarded by mu
+	lastS      int64         // the last session seq received; guarded by mu
+	urlIdx     int           // guarded by mu
+	reconnect  bool          // a reconnect goroutine runs; guarded by mu
+	running    int           // goroutines that must end before done closes; guarded by mu
+	focus      []string      // the last Focus, sent again on every session; guarded by mu
+	focusSet   bool          // Focus was called; guarded by mu
+	presence   []string      // the last PresenceSub, likewise; guarded by mu
+	presSet    bool          // PresenceSub was called; guarded by mu
+	queue      []item        // events waiting for the handler; guarded by mu
+	spare      []item        // guarded by mu
+	pending    int           // items queued or being handled; guarded by mu
+	draining   bool          // a delivery goroutine runs; guarded by mu
 	lowWater   chan struct{} // closed when pending falls to MaxQueue/2; guarded by mu
 	overflowed bool          // guarded by mu
+
+	// beforeDial, when set (tests only), runs before every dial; guarded
+	// by mu.
+	beforeDial func()
 
 	// chans is the per-channel position, owned by the delivery goroutine
 	// (one at a time); cmu guards it for readers such as Positions.
@@ -164,7 +172,7 @@ func (c *Client) Connect(ctx context.Context, workspaceID string, opts ConnectOp
 		return nil, errors.New("client: ConnectOptions.Handler is required")
 	}
 	if len(opts.URLs) == 0 {
-		opts.URLs = []string{c.wsURL}
+		opts.URLs = c.gatewayURLs()
 	}
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = 250 * time.Millisecond
@@ -184,7 +192,6 @@ func (c *Client) Connect(ctx context.Context, workspaceID string, opts ConnectOp
 		client:      c,
 		workspaceID: workspaceID,
 		opts:        opts,
-		log:         c.log.With("workspace", workspaceID),
 		handler:     opts.Handler,
 		ctx:         cctx,
 		cancel:      cancel,
@@ -233,7 +240,7 @@ func (c *Conn) connectLoop(ctx context.Context, first bool, cause error) error {
 		if isFatal(err) {
 			return err
 		}
-		c.log.Debug("gateway: connect attempt failed", "attempt", attempt+1, "err", err)
+		c.logger().Debug("gateway: connect attempt failed", "attempt", attempt+1, "err", err)
 		if c.opts.MaxAttempts > 0 && attempt+1 >= c.opts.MaxAttempts {
 			return fmt.Errorf("gateway: giving up after %d attempts: %w", attempt+1, err)
 		}
@@ -257,10 +264,6 @@ func (c *Conn) delay(n int, first bool, last error) time.Duration {
 	if errors.As(last, &rr) {
 		return rr.after + rand.N(rr.after/4+c.opts.MinBackoff)
 	}
-	var ue *UpgradeError
-	if errors.As(last, &ue) && ue.RetryAfter > 0 {
-		return min(ue.RetryAfter, c.opts.MaxBackoff) + rand.N(c.opts.MinBackoff)
-	}
 	if n == 0 {
 		if first {
 			return 0
@@ -280,10 +283,6 @@ func isFatal(err error) bool {
 	if errors.As(err, &ce) {
 		return ce.fatal()
 	}
-	var ue *UpgradeError
-	if errors.As(err, &ue) {
-		return ue.Status == http.StatusUnauthorized || ue.Status == http.StatusForbidden
-	}
 	return errors.Is(err, ErrClosed)
 }
 
@@ -297,7 +296,11 @@ func (c *Conn) establish(ctx context.Context) (err error) {
 		return ErrClosed
 	}
 	url := c.opts.URLs[c.urlIdx]
+	hook := c.beforeDial
 	c.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 
 	s, err := dialSocket(ctx, c, url, c.opts.Header, c.opts.HandshakeTimeout)
 	if err != nil {
@@ -400,7 +403,7 @@ func (c *Conn) onInvalidSession(s *socket, f inFrame) {
 		return
 	}
 	c.stats.invalidSessions.Add(1)
-	c.log.Debug("gateway: invalid session", "reason", f.Reason)
+	c.logger().Debug("gateway: invalid session", "reason", f.Reason)
 	c.sessionID, c.lastS = "", 0
 }
 
@@ -422,7 +425,7 @@ func (c *Conn) onEvent(s *socket, sq int64, t string, d []byte) {
 	}
 	if sq != c.lastS+1 {
 		c.stats.sGaps.Add(1)
-		c.log.Warn("gateway: session seq discontinuity", "want", c.lastS+1, "got", sq)
+		c.logger().Warn("gateway: session seq discontinuity", "want", c.lastS+1, "got", sq)
 		if sq <= c.lastS {
 			c.mu.Unlock()
 			return // a frame this session already had
@@ -432,7 +435,7 @@ func (c *Conn) onEvent(s *socket, sq int64, t string, d []byte) {
 	c.enqueueLocked(item{kind: itemEvent, ev: Event{S: sq, Type: t, ChannelID: chID, Seq: seq, Data: d}})
 	if c.pending > c.opts.MaxQueue && !c.overflowed {
 		c.overflowed = true
-		c.log.Warn("gateway: handler too slow, dropping the socket to resume later", "queued", c.pending)
+		c.logger().Warn("gateway: handler too slow, dropping the socket to resume later", "queued", c.pending)
 		drop = c.detachLocked()
 	}
 	c.mu.Unlock()
@@ -449,7 +452,7 @@ func (c *Conn) onHeartbeatTimeout(s *socket) {
 		return
 	}
 	c.stats.heartbeatTimeouts.Add(1)
-	c.log.Debug("gateway: heartbeat timeout")
+	c.logger().Debug("gateway: heartbeat timeout")
 	c.mu.Unlock()
 	s.abort()
 }
@@ -480,7 +483,7 @@ func (c *Conn) onSocketClosed(s *socket) {
 	}
 	c.startReconnectLocked(err)
 	c.mu.Unlock()
-	c.log.Debug("gateway: socket dropped", "err", err)
+	c.logger().Debug("gateway: socket dropped", "err", err)
 }
 
 // detachLocked takes the live socket out of use and starts a reconnect; it
@@ -519,6 +522,10 @@ func (c *Conn) reconnectLoop(cause error) {
 	c.exited()
 }
 
+// logger is the client's logger with the Conn's workspace (made per call:
+// the Conn logs rarely, and an idle Conn should not hold a logger).
+func (c *Conn) logger() *slog.Logger { return c.client.log.With("workspace", c.workspaceID) }
+
 // notify calls OnState, if set.
 func (c *Conn) notify(st State, err error) {
 	if c.opts.OnState != nil {
@@ -550,17 +557,16 @@ func (c *Conn) finish(err error) {
 		c.lowWater = nil
 	}
 	c.cancel()
-	if c.running == 0 {
-		close(c.done)
-	}
+	c.running++ // done waits for OnState below
 	c.mu.Unlock()
 	if s != nil {
 		s.close(CloseNormal, "bye")
 	}
 	if err != nil {
-		c.log.Warn("gateway: connection ended", "err", err)
+		c.logger().Warn("gateway: connection ended", "err", err)
 	}
 	c.notify(StateClosed, err)
+	c.exited()
 }
 
 // exited records the end of a goroutine counted in running.

@@ -183,7 +183,7 @@ func (c *Conn) accept(ev Event) {
 	}
 	st := c.state(ev.ChannelID)
 	if st == nil {
-		if c.opts.DeclaredOnly && !c.selfJoined(ev) {
+		if !c.startsTracking(ev) {
 			c.deliver(ev)
 			return
 		}
@@ -242,10 +242,46 @@ func (c *Conn) isSelf(ev Event) bool {
 	return d.UserID != "" && d.UserID == c.userID
 }
 
-// selfJoined reports whether ev is the user's own member.joined, which
-// makes the channel tracked even when only declared channels are.
-func (c *Conn) selfJoined(ev Event) bool {
-	return ev.Type == parley.EventMemberJoined && c.isSelf(ev)
+// startsTracking decides whether a durable event of an untracked channel
+// starts tracking it. The gateway sends a session the whole ordered stream
+// of the channels its user is in, but also single directory copies of other
+// public channels' lifecycle events (channel.created, channel.updated,
+// channel.archived, member.joined, member.left): those are not a stream, so
+// they must not start a gap-checked position. Events that only ever come on
+// a channel's own stream (messages, reactions, pins), the user's own
+// member.joined, and the channel.created of a channel the user is in do.
+func (c *Conn) startsTracking(ev Event) bool {
+	switch ev.Type {
+	case parley.EventMemberJoined:
+		return c.isSelf(ev) // the gateway starts the stream with it
+	case parley.EventChannelCreated:
+		return c.createdWithMe(ev)
+	case parley.EventMessageCreated, parley.EventMessageUpdated, parley.EventMessageDeleted,
+		parley.EventReactionAdded, parley.EventReactionRemoved, parley.EventPinAdded, parley.EventPinRemoved:
+		return !c.opts.DeclaredOnly
+	}
+	return false
+}
+
+// createdWithMe reports whether a channel.created names a channel the user
+// is in from the start: one they created, or a private channel or DM (whose
+// channel.created reaches only its members).
+func (c *Conn) createdWithMe(ev Event) bool {
+	var d struct {
+		UserID  string `json:"user_id"`
+		Channel *struct {
+			Kind parley.ChannelKind `json:"kind"`
+		} `json:"channel"`
+	}
+	if json.Unmarshal(ev.Data, &d) != nil {
+		return false
+	}
+	if d.Channel != nil && d.Channel.Kind != parley.KindPublic {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return d.UserID != "" && d.UserID == c.userID
 }
 
 // fill fetches and hands over the events of channel id after st.last up to
@@ -280,7 +316,7 @@ func (c *Conn) pageLog(id string, st *chanState, target int64, src Source) bool 
 			}
 			if fails++; fails >= fetchAttempts {
 				c.stats.gapsUnfillable.Add(1)
-				c.log.Warn("gateway: could not fill a seq gap", "channel", id, "after", st.last, "err", err)
+				c.logger().Warn("gateway: could not fill a seq gap", "channel", id, "after", st.last, "err", err)
 				return true
 			}
 			if !c.pause(fails) {
@@ -381,7 +417,7 @@ func (c *Conn) sync(req map[string]int64) (map[string]parley.SyncResult, bool) {
 		}
 		var ae *APIError
 		if errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusTooManyRequests {
-			c.log.Warn("gateway: catch-up failed", "err", err)
+			c.logger().Warn("gateway: catch-up failed", "err", err)
 			return nil, false
 		}
 		fails++

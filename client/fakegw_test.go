@@ -137,7 +137,7 @@ func (fs *fakeSock) next(tb testing.TB) clientFrame {
 	case f := <-fs.in:
 		return f
 	case <-fs.closed:
-		tb.Fatal("fake gateway: socket closed while waiting for a frame")
+		tb.Fatalf("fake gateway: socket closed (client close code %d) while waiting for a frame", fs.peerClose.Load())
 	case <-time.After(10 * time.Second):
 		tb.Fatal("fake gateway: no frame from the client")
 	}

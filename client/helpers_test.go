@@ -111,18 +111,23 @@ func (e *env) mustWorkspace(owner *account, members ...*account) *parley.Workspa
 	if err != nil {
 		e.t.Fatalf("create workspace: %v", err)
 	}
-	if len(members) > 0 {
-		inv, err := e.store.CreateInvite(ctx, owner.ID, ws.ID, parley.InviteParams{})
-		if err != nil {
+	e.mustJoinWorkspace(ws, owner, members...)
+	return ws
+}
+
+// mustJoinWorkspace adds users to ws with an invite made by inviter.
+func (e *env) mustJoinWorkspace(ws *parley.Workspace, inviter *account, users ...*account) {
+	e.t.Helper()
+	ctx := context.Background()
+	inv, err := e.store.CreateInvite(ctx, inviter.ID, ws.ID, parley.InviteParams{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, u := range users {
+		if _, err := e.store.AcceptInvite(ctx, u.ID, inv.Code); err != nil {
 			e.t.Fatal(err)
 		}
-		for _, m := range members {
-			if _, err := e.store.AcceptInvite(ctx, m.ID, inv.Code); err != nil {
-				e.t.Fatal(err)
-			}
-		}
 	}
-	return ws
 }
 
 func (e *env) mustChannel(ws *parley.Workspace, creator *account, kind parley.ChannelKind) *parley.Channel {

@@ -19,11 +19,11 @@ import (
 // goroutines, one at a time per socket, in order.
 type socket struct {
 	c  *Conn
-	ws *websocket.Conn // set before the socket is published to the Conn
+	ws atomic.Pointer[websocket.Conn] // set once the upgrade completes
 
 	// ctl carries the handshake's control frames (hello, ready, resumed,
 	// invalid_session) to the goroutine that runs the handshake.
-	ctl  chan inFrame
+	ctl  chan *inFrame
 	done chan struct{} // closed once the socket has closed
 
 	lastRecv atomic.Int64 // mono() of the last frame received
@@ -37,7 +37,7 @@ type socket struct {
 	gotRetry    bool          // a reconnect op arrived; guarded by mu
 	hbEvery     time.Duration // guarded by mu
 	hbTimer     *time.Timer   // guarded by mu
-	hbSentAt    int64         // mono() of the last heartbeat sent; guarded by mu
+	hbSentAt    int64         // mono() of the last heartbeat sent (0: none yet); guarded by mu
 }
 
 // closeClientReconnecting is the close code a client sends when it drops a
@@ -61,7 +61,7 @@ func dialSocket(ctx context.Context, c *Conn, url string, header http.Header, ti
 	if err != nil {
 		return nil, err
 	}
-	s := &socket{c: c, ctl: make(chan inFrame, 8), done: make(chan struct{})}
+	s := &socket{c: c, ctl: make(chan *inFrame, 4), done: make(chan struct{})}
 	s.lastRecv.Store(mono())
 	u := websocket.NewUpgrader()
 	u.Engine = eng
@@ -82,28 +82,26 @@ func dialSocket(ctx context.Context, c *Conn, url string, header http.Header, ti
 			_ = wc.WriteClose(code, "")
 		}
 	})
+	u.OnOpen(func(wc *websocket.Conn) { s.ws.Store(wc) })
 	u.OnClose(func(_ *websocket.Conn, err error) { s.onClosed(err) })
 	d := &websocket.Dialer{Engine: eng, Upgrader: u, DialTimeout: timeout}
-	wc, res, err := d.DialContext(ctx, url, header)
+	// The library recycles the handshake response once the dial returns,
+	// so a refused upgrade's status cannot be read safely: it is reported
+	// as ErrUpgradeRefused, and retried like any failed attempt.
+	wc, _, err := d.DialContext(ctx, url, header)
+	if errors.Is(err, websocket.ErrBadHandshake) {
+		return nil, fmt.Errorf("%w: %s", ErrUpgradeRefused, url)
+	}
 	if err != nil {
-		if res != nil && res.StatusCode != http.StatusSwitchingProtocols {
-			return nil, &UpgradeError{Status: res.StatusCode, RetryAfter: parseRetryAfter(res.Header.Get("Retry-After"), time.Now())}
-		}
 		return nil, fmt.Errorf("dial %s: %w", url, err)
 	}
-	s.ws = wc
+	s.ws.Store(wc)
 	return s, nil
 }
 
-// UpgradeError is a refused WebSocket upgrade.
-type UpgradeError struct {
-	Status     int
-	RetryAfter time.Duration
-}
-
-func (e *UpgradeError) Error() string {
-	return fmt.Sprintf("gateway upgrade refused: %d %s", e.Status, http.StatusText(e.Status))
-}
+// ErrUpgradeRefused is a gateway that answered the WebSocket upgrade with
+// something other than 101 Switching Protocols.
+var ErrUpgradeRefused = errors.New("gateway: upgrade refused")
 
 // onFrame handles one text frame. The engine hands a socket's frames over
 // one at a time, so the Conn sees them in order.
@@ -115,7 +113,7 @@ func (s *socket) onFrame(data []byte) {
 	}
 	var f inFrame
 	if err := json.Unmarshal(data, &f); err != nil {
-		s.c.log.Warn("gateway: undecodable frame", "err", err)
+		s.c.logger().Warn("gateway: undecodable frame", "err", err)
 		return
 	}
 	switch f.Op {
@@ -144,7 +142,7 @@ func (s *socket) onFrame(data []byte) {
 // gets the extras dropped rather than blocking the engine.
 func (s *socket) control(f inFrame) {
 	select {
-	case s.ctl <- f:
+	case s.ctl <- &f:
 	default:
 	}
 }
@@ -159,7 +157,7 @@ func (s *socket) await(ctx context.Context, timeout time.Duration, ops ...string
 		case f := <-s.ctl:
 			for _, op := range ops {
 				if f.Op == op {
-					return f, nil
+					return *f, nil
 				}
 			}
 		case <-s.done:
@@ -176,7 +174,11 @@ func (s *socket) await(ctx context.Context, timeout time.Duration, ops ...string
 
 // send writes one frame; it never blocks on the network.
 func (s *socket) send(b []byte) error {
-	if err := s.ws.WriteMessage(websocket.TextMessage, b); err != nil {
+	ws := s.ws.Load()
+	if ws == nil {
+		return errors.New("gateway send: socket not open")
+	}
+	if err := ws.WriteMessage(websocket.TextMessage, b); err != nil {
 		return fmt.Errorf("gateway send: %w", err)
 	}
 	return nil
@@ -193,8 +195,8 @@ func (s *socket) sendJSON(v any) error {
 
 // startHeartbeat beats every interval, the first beat jittered over the
 // second half of the interval so that sockets opened together spread out.
-// A socket that received nothing since its previous heartbeat by the time
-// of the next one is taken for dead.
+// A socket that has received nothing (not even an ack) for two intervals
+// when a beat is due is taken for dead: the server acks every beat.
 func (s *socket) startHeartbeat(ms int64) {
 	if ms <= 0 {
 		return
@@ -215,7 +217,7 @@ func (s *socket) beat() {
 		s.mu.Unlock()
 		return
 	}
-	if s.hbSentAt != 0 && s.lastRecv.Load() < s.hbSentAt {
+	if s.hbSentAt != 0 && mono()-s.lastRecv.Load() > int64(2*s.hbEvery) {
 		s.mu.Unlock()
 		s.c.onHeartbeatTimeout(s)
 		return
@@ -228,11 +230,12 @@ func (s *socket) beat() {
 
 // close sends a close frame with code and closes the socket.
 func (s *socket) close(code int, reason string) {
-	if s.ws == nil {
+	ws := s.ws.Load()
+	if ws == nil {
 		return
 	}
-	_ = s.ws.WriteClose(code, reason)
-	_ = s.ws.Close()
+	_ = ws.WriteClose(code, reason)
+	_ = ws.Close()
 }
 
 // abort drops a socket the client means to resume.

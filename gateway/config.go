@@ -34,12 +34,22 @@ type Bus interface {
 }
 
 // Requester is the request/reply side of a bus, used for session handover
-// between nodes. A Bus that also implements it enables cross-node resume.
+// between nodes; *natsbus.Bus implements it. A Bus that also implements it
+// enables resume on another node than the session's.
 type Requester interface {
 	// Request sends data on subject and waits for one reply.
 	Request(ctx context.Context, subject string, data []byte) ([]byte, error)
 	// Handle answers every request on subject with fn's result.
-	Handle(subject string, fn func(data []byte) []byte) (stop func() error, err error)
+	Handle(subject string, fn func(data []byte) ([]byte, error)) (stop func() error, err error)
+}
+
+// TopicMux funnels many topic subscriptions into one handler goroutine
+// (*natsbus.Mux): cheaper than a goroutine per subscription when a node holds
+// tens of thousands of topics.
+type TopicMux interface {
+	Subscribe(topic string) error
+	Unsubscribe(topic string) error
+	Close()
 }
 
 // Presence aggregates users' presence across devices and nodes (package
@@ -71,7 +81,6 @@ const (
 	DefaultMaxFrameBytes           = 16 << 10
 	DefaultMaxConcurrentIdentifies = 64
 	DefaultTypingInterval          = 3 * time.Second
-	DefaultHoldBack                = 100 * time.Millisecond
 	DefaultWriteHighWater          = 256 << 10
 	DefaultCloseGrace              = time.Second
 )
@@ -83,6 +92,11 @@ var defaultIdentifyRate = Rate{PerMinute: 120, Burst: 60}
 type Config struct {
 	Store Store
 	Bus   Bus
+	// NewMux, when set, makes the node's subscriptions through Partitions
+	// muxes (a topic always through the same one, so its events stay in bus
+	// order) instead of Bus.Subscribe: with natsbus,
+	// func(fn func(parley.Event)) gateway.TopicMux { return bus.NewMux(0, fn) }.
+	NewMux func(fn func(parley.Event)) TopicMux
 	// Presence receives connects, disconnects and activity, and answers
 	// presence_sub. Nil: presence is not tracked and presence_sub is
 	// accepted but delivers nothing.
@@ -136,7 +150,8 @@ type Config struct {
 	// user in one channel (default 3 s); more are dropped.
 	TypingInterval time.Duration
 	// HoldBack is how long the channel sequencer waits for a missing seq
-	// before it fills the gap from the store (default 100 ms).
+	// before it fills the gap from the store (default: package order's,
+	// 50 ms).
 	HoldBack time.Duration
 	// WriteHighWater is how many bytes may wait in a socket's user-space
 	// write buffer before the session stops writing and lets its queue
@@ -194,9 +209,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.TypingInterval <= 0 {
 		c.TypingInterval = DefaultTypingInterval
-	}
-	if c.HoldBack <= 0 {
-		c.HoldBack = DefaultHoldBack
 	}
 	if c.WriteHighWater <= 0 {
 		c.WriteHighWater = DefaultWriteHighWater

@@ -13,11 +13,10 @@ import (
 // time (per connection, in order), on its handler goroutines; the session's
 // partition writes events to it through the sink methods.
 type conn struct {
-	g      *Gateway
-	ip     string
-	ws     *websocket.Conn // set by the transport's open hook
-	nb     *corkConn       // likewise
-	opened time.Time
+	g  *Gateway
+	ip string
+	ws *websocket.Conn // set by the transport's open hook
+	nb *corkConn       // likewise
 
 	helloMu   sync.Mutex // held from the upgrade until hello is written
 	helloDone atomic.Bool
@@ -97,7 +96,7 @@ func (c *conn) onClose(error) {
 	}
 	c.g.connClosed(c)
 	if s := c.sess.Load(); s != nil {
-		s.p.post(func() {
+		s.p.postAsync(func() {
 			if s.c == sink(c) {
 				s.p.detach(s)
 			}
@@ -123,15 +122,21 @@ func (c *conn) focus(s *session, f *inFrame) {
 	c.g.presenceActivity(s)
 }
 
-// presenceSub replaces the users whose presence the session wants. The
-// presence tracker reports each one's current status at once, then changes;
-// they are queued to the session as ephemeral presence.changed events.
+// presenceSub replaces the users whose presence the session wants.
 func (c *conn) presenceSub(s *session, f *inFrame) {
 	ids := f.UserIDs
 	if len(ids) > maxPresenceUsers {
 		ids = ids[:maxPresenceUsers]
 	}
-	ids = append([]string(nil), ids...)
+	c.g.watchPresence(s, append([]string(nil), ids...))
+	c.g.presenceActivity(s)
+}
+
+// watchPresence replaces the session's presence watch. The tracker reports
+// each newly watched user's current status at once, then changes; they are
+// queued to the session as ephemeral presence.changed events, each status
+// once.
+func (g *Gateway) watchPresence(s *session, ids []string) {
 	keep := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		keep[id] = true
@@ -143,11 +148,11 @@ func (c *conn) presenceSub(s *session, f *inFrame) {
 		}
 	}
 	s.mu.Unlock()
-	if c.g.presence == nil || len(ids) == 0 {
-		s.setWatch(nil)
+	if g.presence == nil || len(ids) == 0 {
+		s.setWatch(nil, nil)
 		return
 	}
-	s.setWatch(c.g.presence.Watch(ids, func(userID, status string) {
+	s.setWatch(ids, g.presence.Watch(ids, func(userID, status string) {
 		if !s.presenceChanged(userID, status) {
 			return
 		}
@@ -155,14 +160,13 @@ func (c *conn) presenceSub(s *session, f *inFrame) {
 			UserID   string `json:"user_id"`
 			Presence string `json:"presence"`
 		}{userID, status})
-		e := &event{typ: EventPresenceChanged, ephemeral: true, tail: encodeTail(EventPresenceChanged, data), recv: c.g.now()}
+		e := &event{typ: EventPresenceChanged, ephemeral: true, tail: encodeTail(EventPresenceChanged, data), recv: g.now()}
 		s.p.postAsync(func() {
 			if !s.removed {
 				s.p.enqueue(s, e)
 			}
 		})
 	}))
-	c.g.presenceActivity(s)
 }
 
 // write sends a frame that is not an event (hello, ready, acks).
@@ -181,11 +185,11 @@ func (c *conn) writeJSON(v any) {
 
 // Sink methods, called by the session's partition.
 
-func (c *conn) pending() int     { return c.nb.pending() }
-func (c *conn) cork(buf []byte)  { c.nb.cork(buf) }
-func (c *conn) uncork() []byte   { return c.nb.uncork() }
+func (c *conn) pending() int      { return c.nb.pending() }
+func (c *conn) cork(buf []byte)   { c.nb.cork(buf) }
+func (c *conn) uncork() []byte    { return c.nb.uncork() }
 func (c *conn) armWritable() bool { return c.nb.arm() }
-func (c *conn) closed() bool     { return c.gone.Load() }
+func (c *conn) closed() bool      { return c.gone.Load() }
 
 func (c *conn) text(payload []byte) bool {
 	return c.ws.WriteMessage(websocket.TextMessage, payload) == nil

@@ -12,17 +12,18 @@ import (
 // every session it goes to, with the few payload fields the gateway acts on
 // decoded once. It is immutable after newEvent.
 type event struct {
-	channelID string
-	seq       int64 // > 0: a durable event of channelID's log
-	typ       string
-	ephemeral bool   // typing, presence: dropped first, may be lost
-	tail      []byte // `,"t":…,"d":…}`: everything after the session's s
-	recv      time.Time
+	workspaceID string // "" for events that are not a workspace's
+	channelID   string
+	seq         int64 // > 0: a durable event of channelID's log
+	typ         string
+	ephemeral   bool   // typing, presence: dropped first, may be lost
+	tail        []byte // `,"t":…,"d":…}`: everything after the session's s
+	recv        time.Time
 
 	// Decoded from d for the events that change what a session follows.
-	userID    string            // member.*, channel.created (creator), typing.started
+	userID    string             // member.*, channel.created (creator), typing.started
 	kind      parley.ChannelKind // channel.created
-	tokenHash string            // session.revoked
+	tokenHash string             // session.revoked
 }
 
 // durable reports whether the event is in a channel's log.
@@ -35,12 +36,13 @@ func isEphemeral(typ string) bool {
 // newEvent prepares ev for delivery.
 func newEvent(ev parley.Event, recv time.Time) *event {
 	e := &event{
-		channelID: ev.ChannelID,
-		seq:       ev.Seq,
-		typ:       ev.Type,
-		ephemeral: isEphemeral(ev.Type),
-		tail:      encodeTail(ev.Type, ev.Data),
-		recv:      recv,
+		workspaceID: ev.WorkspaceID,
+		channelID:   ev.ChannelID,
+		seq:         ev.Seq,
+		typ:         ev.Type,
+		ephemeral:   isEphemeral(ev.Type),
+		tail:        encodeTail(ev.Type, ev.Data),
+		recv:        recv,
 	}
 	switch ev.Type {
 	case parley.EventMemberJoined, parley.EventMemberLeft, parley.EventChannelCreated,

@@ -18,7 +18,7 @@ const fillRetry = time.Second
 // is where the node's stream of the channel began: if the stream is already
 // past last, the session first catches up from the log.
 func (p *partition) follow(s *session, channelID string, last, start int64) {
-	s.chans[channelID] = chanPos{last: last}
+	s.chans[channelID] = &chanPos{last: last}
 	p.indexAdd(channelPrefix+channelID, s)
 	if max(p.chanPos[channelID], start) > last {
 		p.startFill(s, channelID)
@@ -32,6 +32,7 @@ func (p *partition) join(s *session, channelID string, seq int64) {
 	if _, ok := s.chans[channelID]; ok {
 		return
 	}
+	delete(s.left, channelID)
 	p.g.hub.later(subOp{topic: channelPrefix + channelID, after: seq})
 	p.follow(s, channelID, seq, 0)
 }
@@ -41,7 +42,12 @@ func (p *partition) leave(s *session, channelID string) {
 	if _, ok := s.chans[channelID]; !ok {
 		return
 	}
+	cp := s.chans[channelID]
 	delete(s.chans, channelID)
+	if s.left == nil {
+		s.left = map[string]int64{}
+	}
+	s.left[channelID] = cp.last
 	p.indexRemove(channelPrefix+channelID, s)
 	p.g.hub.later(subOp{topic: channelPrefix + channelID, release: true})
 }
@@ -59,7 +65,6 @@ func (p *partition) leaveAfter(s *session, channelID string, seq int64) {
 		return
 	}
 	cp.until = seq
-	s.chans[channelID] = cp
 }
 
 // startFill reads the channel's log after the session's position, off the
@@ -70,7 +75,6 @@ func (p *partition) startFill(s *session, channelID string) {
 		return
 	}
 	cp.catching = true
-	s.chans[channelID] = cp
 	after := cp.last
 	p.g.metrics.sessionFills.Inc()
 	go func() {
@@ -95,7 +99,6 @@ func (p *partition) fillDone(s *session, channelID string, evs []parley.Event, e
 	}
 	cp.catching = false
 	if err != nil {
-		s.chans[channelID] = cp
 		p.g.log.Warn("gateway session catch-up failed", "session_id", s.id, "channel_id", channelID, "err", err)
 		time.AfterFunc(fillRetry, func() { p.postAsync(func() { p.retryFill(s, channelID) }) })
 		return
@@ -113,7 +116,6 @@ func (p *partition) fillDone(s *session, channelID string, evs []parley.Event, e
 			return
 		}
 	}
-	s.chans[channelID] = cp
 	if cp.until > 0 && cp.last >= cp.until {
 		p.leave(s, channelID)
 		return

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"errors"
+	"hash/maphash"
 	"strings"
 	"sync"
 
@@ -15,8 +17,11 @@ type hub struct {
 	g   *Gateway
 	seq sequencer
 
+	muxes []TopicMux // nil: one Bus.Subscribe per topic
+
 	mu     sync.Mutex
 	topics map[string]*topicSub // guarded by mu
+	closed bool                 // guarded by mu: no more subscriptions
 
 	// Subscription changes asked for by partitions, applied in order by
 	// the hub's worker so that a partition never waits on the bus.
@@ -42,7 +47,42 @@ type subOp struct {
 }
 
 func newHub(g *Gateway) *hub {
-	return &hub{g: g, topics: map[string]*topicSub{}, opsWake: make(chan struct{}, 1)}
+	h := &hub{g: g, topics: map[string]*topicSub{}, opsWake: make(chan struct{}, 1)}
+	if g.cfg.NewMux != nil {
+		h.muxes = make([]TopicMux, g.cfg.Partitions)
+		for i := range h.muxes {
+			h.muxes[i] = g.cfg.NewMux(h.onEvent)
+		}
+	}
+	return h
+}
+
+// onEvent takes an event from a mux; its topic is the one it came on.
+func (h *hub) onEvent(ev parley.Event) {
+	if len(ev.Topics) == 0 {
+		return
+	}
+	topic := ev.Topics[0]
+	if strings.HasPrefix(topic, channelPrefix) {
+		h.onChannelEvent(ev)
+		return
+	}
+	h.dispatch(topic, ev)
+}
+
+// subscribe starts the node's subscription to topic.
+func (h *hub) subscribe(topic string, isChannel bool) (func() error, error) {
+	if h.muxes != nil {
+		m := h.muxes[maphash.String(h.g.seed, topic)%uint64(len(h.muxes))]
+		if err := m.Subscribe(topic); err != nil {
+			return nil, err
+		}
+		return func() error { return m.Unsubscribe(topic) }, nil
+	}
+	if isChannel {
+		return h.g.bus.Subscribe(topic, h.onChannelEvent)
+	}
+	return h.g.bus.Subscribe(topic, func(ev parley.Event) { h.dispatch(topic, ev) })
 }
 
 // acquire takes a reference on topic, subscribing the node on the first.
@@ -51,21 +91,21 @@ func newHub(g *Gateway) *hub {
 // the node's stream of the channel started.
 func (h *hub) acquire(topic string, after int64) (int64, error) {
 	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return 0, errors.New("gateway stopped")
+	}
 	if ts := h.topics[topic]; ts != nil {
 		ts.refs++
 		start := ts.start
 		h.mu.Unlock()
 		return start, nil
 	}
-	var fn func(parley.Event)
 	channelID, isChannel := strings.CutPrefix(topic, channelPrefix)
 	if isChannel {
 		h.seq.Track(channelID, after)
-		fn = h.onChannelEvent
-	} else {
-		fn = func(ev parley.Event) { h.dispatch(topic, ev) }
 	}
-	unsub, err := h.g.bus.Subscribe(topic, fn)
+	unsub, err := h.subscribe(topic, isChannel)
 	if err != nil {
 		if isChannel {
 			h.seq.Untrack(channelID)
@@ -182,6 +222,25 @@ func (h *hub) deliverOrdered(ev parley.Event) {
 func (h *hub) dispatch(topic string, ev parley.Event) {
 	e := newEvent(ev, h.g.now())
 	for _, p := range h.g.parts {
-		p.inbox <- item{ev: e, topic: topic}
+		p.send(item{ev: e, topic: topic})
+	}
+}
+
+// unsubscribeAll drops every subscription (shutdown).
+func (h *hub) unsubscribeAll() {
+	h.mu.Lock()
+	topics := h.topics
+	h.topics = map[string]*topicSub{}
+	h.closed = true
+	h.mu.Unlock()
+	for topic, ts := range topics {
+		if channelID, ok := strings.CutPrefix(topic, channelPrefix); ok {
+			h.seq.Untrack(channelID)
+		}
+		ts.unsub()
+		h.g.metrics.subscriptions.Dec()
+	}
+	for _, m := range h.muxes {
+		m.Close()
 	}
 }

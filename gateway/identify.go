@@ -158,8 +158,18 @@ func (c *conn) resume(f *inFrame) {
 		return
 	}
 	s := g.registry.get(f.SessionID)
-	if s == nil && ownerNode(f.SessionID) != g.cfg.NodeID {
-		s = g.handover(ctx, f.SessionID, hash, *f.Seq)
+	if s == nil {
+		var out resumeOutcome
+		s, out = g.handover(ctx, f.SessionID, hash, *f.Seq)
+		switch out {
+		case resumeBadSeq:
+			g.metrics.resumes.WithLabelValues("invalid_seq").Inc()
+			c.closeWith(CloseInvalidSeq, "resume seq is ahead of the session")
+			return
+		case resumeTooOld:
+			c.invalidSession("replay_unavailable")
+			return
+		}
 	}
 	if s == nil || s.tokenHash != hash || s.userID != login.UserID {
 		c.invalidSession("unknown_session")

@@ -14,6 +14,7 @@ type metrics struct {
 	identifies       *prometheus.CounterVec
 	resumes          *prometheus.CounterVec
 	closes           *prometheus.CounterVec
+	handovers        *prometheus.CounterVec
 	deliveries       prometheus.Counter
 	droppedEphemeral prometheus.Counter
 	slowCloses       prometheus.Counter
@@ -37,6 +38,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "parley_gateway_resumes_total", Help: "Resume attempts by result."}, []string{"result"}),
 		closes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_gateway_closes_total", Help: "Connections closed by the gateway, by close code."}, []string{"code"}),
+		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_gateway_handovers_total", Help: "Sessions handed between nodes on resume, by result (given, taken, no_answer, unknown, error)."}, []string{"result"}),
 		deliveries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_gateway_deliveries_total", Help: "Events queued to sessions."}),
 		droppedEphemeral: prometheus.NewCounter(prometheus.CounterOpts{
@@ -59,7 +62,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.sessions, m.subscriptions, m.identifies, m.resumes, m.closes,
+		reg.MustRegister(m.connections, m.sessions, m.subscriptions, m.identifies, m.resumes, m.closes, m.handovers,
 			m.deliveries, m.droppedEphemeral, m.slowCloses, m.sessionFills, m.typingDropped, m.fanout, m.queueDepth)
 	}
 	return m

@@ -3,6 +3,8 @@ package gateway
 import (
 	"sync"
 	"time"
+
+	"parley"
 )
 
 // partition owns a share of the node's sessions (by hash of session id) and
@@ -20,16 +22,18 @@ type partition struct {
 	asyncWake chan struct{}
 
 	// Owned by the partition goroutine.
-	sessions  map[*session]struct{}
-	index     map[string]*topicSet
-	chanPos   map[string]int64 // per channel, the highest seq of the node's stream seen here
-	dirty     []*session
-	doomed    []doom
-	scratch   []byte // one event frame being built
-	corkBuf   []byte // the frames of one session's flush
-	now       int64  // unix nanos, read once per batch
-	delivered int    // deliveries not yet added to the metric
-	dropped   int    // ephemeral events dropped, not yet added to the metric
+	sessions   map[*session]struct{}
+	index      map[string]*topicSet
+	chanPos    map[string]int64 // per channel, the highest seq of the node's stream seen here
+	dirty      []*session
+	doomed     []doom
+	scratch    []byte // one event frame being built
+	corkBuf    []byte // the frames of one session's flush
+	now        int64  // unix nanos, read once per batch
+	flushEvery int
+	flushes    uint64 // flushes so far, to sample the queue depth
+	delivered  int    // deliveries not yet added to the metric
+	dropped    int    // ephemeral events dropped, not yet added to the metric
 }
 
 // item is one inbox entry: an event for a topic, or a request to run.
@@ -54,6 +58,9 @@ type doom struct {
 // inboxSize bounds a partition's inbox; senders wait when it is full.
 const inboxSize = 4096
 
+// queueDepthSample: one flush in this many records its queue depth.
+const queueDepthSample = 16
+
 // maxBatch bounds how many inbox items one flush round takes.
 const maxBatch = 1024
 
@@ -66,11 +73,21 @@ func newPartition(g *Gateway, id int) *partition {
 		sessions:  map[*session]struct{}{},
 		index:     map[string]*topicSet{},
 		chanPos:   map[string]int64{},
+		// A burst may add this many frames to a queue before a flush.
+		flushEvery: max(1, min(64, g.cfg.SendQueue/4)),
 	}
 }
 
 // post runs fn on the partition goroutine, waiting if the inbox is full.
-func (p *partition) post(fn func()) { p.inbox <- item{fn: fn} }
+// Once the gateway has stopped, fn is dropped.
+func (p *partition) post(fn func()) { p.send(item{fn: fn}) }
+
+func (p *partition) send(it item) {
+	select {
+	case p.inbox <- it:
+	case <-p.g.stop:
+	}
+}
 
 // postAsync runs fn on the partition goroutine without ever waiting: for
 // callbacks from the poller, timers and presence, which must not block.
@@ -110,12 +127,19 @@ func (p *partition) run(stop <-chan struct{}) {
 	}
 }
 
-// drain takes what else is waiting, up to maxBatch items.
+// drain takes what else is waiting, up to maxBatch items, flushing the
+// touched sessions every flushEvery items: a burst is written in batches of
+// that many frames per session, and a session's queue holds only what its
+// socket could not take.
 func (p *partition) drain() {
-	for i := 0; i < maxBatch; i++ {
+	for i := 1; i <= maxBatch; i++ {
 		select {
 		case it := <-p.inbox:
 			p.handle(it)
+			if i%p.flushEvery == 0 {
+				p.reap()
+				p.flushDirty()
+			}
 		default:
 			p.runAsync()
 			return
@@ -178,14 +202,21 @@ func (p *partition) deliver(topic string, e *event) {
 // to sessions that do not follow the channel, and tell a session's partition
 // when its user joined or left one.
 func (p *partition) deliverTo(s *session, e *event, kind topicKind) {
+	if e.workspaceID != "" && e.workspaceID != s.workspaceID {
+		return // a user topic carries all of the user's workspaces
+	}
 	if e.typ == EventTypingStarted && e.userID == s.userID {
 		return // not back to the typer
 	}
-	if !e.durable() {
-		p.enqueue(s, e)
-		if e.typ == "session.revoked" && e.tokenHash == s.tokenHash {
+	if e.typ == parley.EventSessionRevoked {
+		// Internal to the servers: it closes that token's sockets.
+		if e.tokenHash == s.tokenHash {
 			p.kill(s, CloseAuthFailed, "session revoked")
 		}
+		return
+	}
+	if !e.durable() {
+		p.enqueue(s, e)
 		return
 	}
 	cp, follows := s.chans[e.channelID]
@@ -198,22 +229,24 @@ func (p *partition) deliverTo(s *session, e *event, kind topicKind) {
 			return
 		}
 		cp.last = e.seq
-		s.chans[e.channelID] = cp
 		p.enqueue(s, e)
-		if (cp.until > 0 && cp.last >= cp.until) || (e.typ == "member.left" && e.userID == s.userID) {
+		if (cp.until > 0 && cp.last >= cp.until) || (e.typ == parley.EventMemberLeft && e.userID == s.userID) {
 			p.leave(s, e.channelID)
 		}
 		return
 	}
 	if follows {
-		if e.typ == "member.left" && e.userID == s.userID {
+		if e.typ == parley.EventMemberLeft && e.userID == s.userID {
 			p.leaveAfter(s, e.channelID, e.seq)
 		}
 		return
 	}
+	if e.seq <= s.left[e.channelID] {
+		return // the channel's stream gave it before the session left
+	}
 	p.enqueue(s, e)
-	joined := (e.typ == "member.joined" && e.userID == s.userID) ||
-		(e.typ == "channel.created" && (kind == topicUser || e.userID == s.userID))
+	joined := (e.typ == parley.EventMemberJoined && e.userID == s.userID) ||
+		(e.typ == parley.EventChannelCreated && (kind == topicUser || e.userID == s.userID))
 	if joined {
 		p.join(s, e.channelID, e.seq)
 	}
@@ -281,7 +314,9 @@ func (p *partition) flush(s *session) {
 		}
 		return
 	}
-	p.g.metrics.queueDepth.Observe(float64(s.lastS - s.sentS))
+	if p.flushes++; p.flushes%queueDepthSample == 0 {
+		p.g.metrics.queueDepth.Observe(float64(s.lastS - s.sentS))
+	}
 	c.cork(p.corkBuf)
 	for budget > 0 {
 		if s.resumeOwed && s.sentS == s.resumeMark {
@@ -361,7 +396,7 @@ func (p *partition) reap() {
 		s.ring.reset()
 		delete(p.sessions, s)
 		p.g.registry.remove(s)
-		s.setWatch(nil)
+		s.setWatch(nil, nil)
 		p.g.metrics.sessions.Dec()
 	}
 	p.doomed = p.doomed[:0]

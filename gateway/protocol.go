@@ -125,3 +125,12 @@ func randomID(n int) string {
 }
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// appendJSON appends v's JSON encoding (frames that are not events).
+func appendJSON(dst []byte, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return dst
+	}
+	return append(dst, b...)
+}

@@ -21,6 +21,7 @@ type session struct {
 
 	mu           sync.Mutex // guards the fields up to the blank line
 	watchCancel  func()     // the presence watch of presence_sub
+	watched      []string   // the users of that watch
 	focus        []string   // the channels on screen
 	presenceSeen map[string]string
 
@@ -28,10 +29,11 @@ type session struct {
 	ring       ring   // replay buffer; the part after sentS is the send queue
 	lastS      uint64 // the last s given
 	sentS      uint64 // the last s written to c
-	chans      map[string]chanPos
-	topics     []string // the non-channel topics it holds (user, workspace)
-	detachedAt int64    // unix nanos; 0 while attached
-	dirty      bool     // in the partition's dirty list
+	chans      map[string]*chanPos
+	left       map[string]int64 // channels left: the last seq given (nil until one is)
+	topics     []string         // the non-channel topics it holds (user, workspace)
+	detachedAt int64            // unix nanos; 0 while attached
+	dirty      bool             // in the partition's dirty list
 	removed    bool
 	// resumeMark > 0: a resumed frame is owed after the event with this s.
 	resumeMark  uint64
@@ -53,7 +55,7 @@ func newSession(id, userID, workspaceID, tokenHash string, p *partition) *sessio
 		workspaceID: workspaceID,
 		tokenHash:   tokenHash,
 		p:           p,
-		chans:       map[string]chanPos{},
+		chans:       map[string]*chanPos{},
 	}
 }
 
@@ -67,10 +69,10 @@ func ownerNode(sessionID string) string {
 }
 
 // setWatch replaces the session's presence watch.
-func (s *session) setWatch(cancel func()) {
+func (s *session) setWatch(userIDs []string, cancel func()) {
 	s.mu.Lock()
 	old := s.watchCancel
-	s.watchCancel = cancel
+	s.watchCancel, s.watched = cancel, userIDs
 	s.mu.Unlock()
 	if old != nil {
 		old()

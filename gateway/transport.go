@@ -62,7 +62,7 @@ func newTransport(g *Gateway) (*transport, error) {
 		if c == nil {
 			return
 		}
-		cc := &corkConn{Conn: nc, lowWater: int64(g.cfg.WriteHighWater / lowWaterDivisor)}
+		cc := &corkConn{Conn: nc, lowWater: int64(g.cfg.WriteHighWater / lowWaterDivisor), onWritable: c.writable}
 		wsc.Conn = cc
 		c.ws, c.nb = wsc, cc
 		wsc.SetSession(c)
@@ -143,7 +143,7 @@ type corkConn struct {
 	queued     atomic.Int64 // bytes handed to nbio
 	written    atomic.Int64 // bytes nbio wrote to the socket
 	waiting    atomic.Bool  // a session waits for the buffer to drain
-	onWritable func()       // set before the first armWritable
+	onWritable func()       // set before the socket is registered
 }
 
 func (c *corkConn) Write(b []byte) (int, error) {
@@ -197,7 +197,7 @@ func (c *corkConn) arm() bool {
 // nbioLogger sends nbio's log lines to slog.
 type nbioLogger struct{ log *slog.Logger }
 
-func (l nbioLogger) SetLevel(int) {}
+func (l nbioLogger) SetLevel(int)                  {}
 func (l nbioLogger) Debug(format string, v ...any) { l.debug(format, v...) }
 func (l nbioLogger) Info(format string, v ...any)  { l.debug(format, v...) }
 func (l nbioLogger) debug(format string, v ...any) {

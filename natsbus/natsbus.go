@@ -200,7 +200,9 @@ func Start(cfg Config) (*Bus, error) {
 
 // startEmbedded runs a NATS server inside this process. DontListen keeps it
 // off the network entirely: no client port, no monitoring port, nothing for
-// another process to reach (or to collide with a real NATS on 4222).
+// another process to reach (or to collide with a real NATS on 4222). With
+// Config.ClusterListen it also accepts and dials routes to other nodes'
+// embedded servers, still without a client port (cluster.go).
 func startEmbedded(cfg Config, log *slog.Logger) (*server.Server, error) {
 	name := cfg.ServerName
 	if name == "" && cfg.clustered() {

@@ -1,15 +1,21 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"parley/nodes"
 )
 
 // serveOptions are the settings of `parley serve`, from flags and their
@@ -23,6 +29,11 @@ type serveOptions struct {
 	Demo      bool   // seed a demo workspace
 	LogLevel  string
 	LogFormat string
+
+	NodeID          string   // this node's id on the bus; default <host>-<random>
+	NATSCluster     string   // route listen address of the embedded NATS; "" = not clustered
+	NATSRoutes      []string // route URLs of other nodes' embedded NATS
+	NATSClusterName string   // the embedded cluster's name, the same on every node
 }
 
 // envPrefix starts the environment twin of every flag: --log-level is
@@ -42,6 +53,10 @@ func (o *serveOptions) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Demo, "demo", false, "seed a demo workspace with users, channels and messages (once; idempotent)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.NodeID, "node-id", "", "this node's id on the bus, unique in the cluster (default: host name and a random suffix)")
+	fs.StringVar(&o.NATSCluster, "nats-cluster", "", "host:port on which the embedded NATS accepts routes from other nodes; empty: no clustering")
+	fs.StringSliceVar(&o.NATSRoutes, "nats-routes", nil, "comma-separated route URLs (nats://host:port) of other nodes' embedded NATS")
+	fs.StringVar(&o.NATSClusterName, "nats-cluster-name", "parley", "name of the embedded NATS cluster; the same on every node")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " [$" + envName(f.Name) + "]"
 	})
@@ -90,7 +105,62 @@ func (o *serveOptions) validate() error {
 	if o.LogFormat != "text" && o.LogFormat != "json" {
 		return fmt.Errorf("--log-format must be text or json, not %q", o.LogFormat)
 	}
+	return o.validateCluster()
+}
+
+// validateCluster checks the node id and the NATS clustering flags, and
+// picks the default node id.
+func (o *serveOptions) validateCluster() error {
+	if o.NodeID == "" {
+		o.NodeID = defaultNodeID()
+	}
+	if err := nodes.ValidID(o.NodeID); err != nil {
+		return fmt.Errorf("--node-id: %w", err)
+	}
+	if o.NATSCluster == "" {
+		if len(o.NATSRoutes) > 0 {
+			return errors.New("--nats-routes needs --nats-cluster")
+		}
+		return nil
+	}
+	if o.NATS != "" {
+		return errors.New("--nats-cluster clusters the embedded NATS; it cannot be used with --nats")
+	}
+	if _, _, err := net.SplitHostPort(o.NATSCluster); err != nil {
+		return fmt.Errorf("--nats-cluster must be host:port: %w", err)
+	}
+	for _, r := range o.NATSRoutes {
+		if !strings.HasPrefix(r, "nats://") && !strings.HasPrefix(r, "nats-route://") {
+			return fmt.Errorf("--nats-routes: %q is not a nats://host:port URL", redactURL(r))
+		}
+	}
+	if o.NATSClusterName == "" || strings.ContainsAny(o.NATSClusterName, " \t\r\n") {
+		return fmt.Errorf("--nats-cluster-name %q: want a name without spaces", o.NATSClusterName)
+	}
 	return nil
+}
+
+// defaultNodeID is the first label of the host name, reduced to what a node
+// id allows, and a random suffix, so that two processes on one host differ.
+func defaultNodeID() string {
+	host, _ := os.Hostname()
+	host, _, _ = strings.Cut(strings.ToLower(host), ".")
+	var b strings.Builder
+	for _, r := range host {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			b.WriteRune(r)
+		}
+	}
+	name := b.String()
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	if name == "" {
+		name = "node"
+	}
+	var suffix [3]byte
+	rand.Read(suffix[:])
+	return name + "-" + hex.EncodeToString(suffix[:])
 }
 
 // sqlitePath is where the SQLite database lives.

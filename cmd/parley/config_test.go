@@ -5,10 +5,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"parley/nodes"
 )
 
 func envFrom(m map[string]string) func(string) (string, bool) {
@@ -40,6 +44,9 @@ func TestFlagEnvPrecedence(t *testing.T) {
 	}
 	if o.sqlitePath() != "data/parley.db" {
 		t.Fatalf("sqlite path %q", o.sqlitePath())
+	}
+	if o.NATSCluster != "" || len(o.NATSRoutes) != 0 || o.NATSClusterName != "parley" || o.NodeID == "" {
+		t.Fatalf("cluster defaults: %+v", o)
 	}
 
 	env := map[string]string{
@@ -83,6 +90,12 @@ func TestBadOptions(t *testing.T) {
 		{[]string{"--listen", ""}, nil, "--listen"},
 		{[]string{"--data", ""}, nil, "--data"},
 		{nil, map[string]string{"PARLEY_DEMO": "maybe"}, "PARLEY_DEMO"},
+		{[]string{"--node-id", "a.b"}, nil, "--node-id"},
+		{[]string{"--nats-routes", "nats://a:6222"}, nil, "--nats-cluster"},
+		{[]string{"--nats-cluster", ":6222", "--nats", "nats://x:4222"}, nil, "--nats"},
+		{[]string{"--nats-cluster", "6222"}, nil, "host:port"},
+		{[]string{"--nats-cluster", ":6222", "--nats-routes", "http://a:1"}, nil, "--nats-routes"},
+		{[]string{"--nats-cluster", ":6222", "--nats-cluster-name", ""}, nil, "--nats-cluster-name"},
 	} {
 		_, err := parse(t, tc.args, tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -141,5 +154,47 @@ func TestRootHandler(t *testing.T) {
 	}
 	if rec := get("POST", "/"); rec.Code != 405 || rec.Header().Get("Allow") == "" {
 		t.Fatalf("POST /: %d", rec.Code)
+	}
+}
+
+func TestClusterOptions(t *testing.T) {
+	env := map[string]string{
+		"PARLEY_NODE_ID":           "node-b",
+		"PARLEY_NATS_CLUSTER":      "10.0.0.2:6222",
+		"PARLEY_NATS_ROUTES":       "nats://10.0.0.1:6222,nats://10.0.0.3:6222",
+		"PARLEY_NATS_CLUSTER_NAME": "prod",
+	}
+	o, err := parse(t, nil, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.NodeID != "node-b" || o.NATSCluster != "10.0.0.2:6222" || o.NATSClusterName != "prod" ||
+		!slices.Equal(o.NATSRoutes, []string{"nats://10.0.0.1:6222", "nats://10.0.0.3:6222"}) {
+		t.Fatalf("from env: %+v", o)
+	}
+	o, err = parse(t, []string{"--node-id", "n1", "--nats-routes", "nats://h:7222", "--nats-cluster", "127.0.0.1:0"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.NodeID != "n1" || o.NATSCluster != "127.0.0.1:0" || !slices.Equal(o.NATSRoutes, []string{"nats://h:7222"}) ||
+		o.NATSClusterName != "prod" {
+		t.Fatalf("flags over env: %+v", o)
+	}
+}
+
+func TestDefaultNodeID(t *testing.T) {
+	a, b := defaultNodeID(), defaultNodeID()
+	if a == b {
+		t.Fatalf("two processes would share the id %q", a)
+	}
+	for _, id := range []string{a, b} {
+		if err := nodes.ValidID(id); err != nil {
+			t.Fatalf("default id %q: %v", id, err)
+		}
+	}
+	host, _ := os.Hostname()
+	host, _, _ = strings.Cut(strings.ToLower(host), ".")
+	if prefix, _, _ := strings.Cut(a, "-"); host != "" && !strings.HasPrefix(host, prefix) {
+		t.Fatalf("default id %q does not start with the host name %q", a, host)
 	}
 }

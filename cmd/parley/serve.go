@@ -20,8 +20,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"parley"
+	"parley/gateway"
 	"parley/httpapi"
 	"parley/natsbus"
+	"parley/nodes"
+	"parley/presence"
 	"parley/sqlstore"
 )
 
@@ -76,6 +79,13 @@ type node struct {
 	bus   *natsbus.Bus
 	store *sqlstore.Store
 	demo  *demoInfo // nil without --demo
+
+	// members is the cluster's live node list, this node included.
+	members *nodes.Members
+
+	// The WebSocket gateway (cmd/parley/gateway.go) and its presence.
+	gateway  *gateway.Gateway
+	presence *presence.Tracker
 
 	api, admin     *http.Server
 	apiLn, adminLn net.Listener // adminLn is nil when the admin listener is off
@@ -142,7 +152,12 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 		}
 	}()
 
-	n.bus, err = natsbus.Start(natsbus.Config{URL: o.NATS, Logger: log, Registerer: n.reg})
+	bcfg := natsbus.Config{URL: o.NATS, Logger: log, Registerer: n.reg}
+	if o.NATSCluster != "" {
+		bcfg.ClusterListen, bcfg.Routes, bcfg.ClusterName = o.NATSCluster, o.NATSRoutes, o.NATSClusterName
+		bcfg.ServerName = "parley-" + o.NodeID // unique in the cluster
+	}
+	n.bus, err = natsbus.Start(bcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +215,21 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 	} else {
 		log.Info("admin listener off")
 	}
+
+	// Announce this node once its listeners are bound: the URLs are real.
+	apiBase := displayAddr(n.apiLn.Addr())
+	n.members, err = nodes.Start(nodes.Config{Bus: n.bus, Logger: log, Self: nodes.Node{
+		ID:     o.NodeID,
+		APIURL: "http://" + apiBase + "/",
+		WSURL:  "ws://" + apiBase + "/api/v1/gateway",
+		Roles:  []string{"api", "gateway"},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("node announce: %w", err)
+	}
+	if err := n.startGateway(); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -211,6 +241,9 @@ func (n *node) shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	var errs []error
+	if err := n.stopGateway(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if err := n.api.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("api shutdown: %w", err))
 		n.api.Close()
@@ -235,6 +268,9 @@ func (n *node) shutdown() error {
 // path or by shutdown; the fields stay set (the admin handlers read them).
 func (n *node) closeBackends() error {
 	var errs []error
+	if n.members != nil {
+		n.members.Close() // goodbye to the other nodes while the bus is up
+	}
 	if n.store != nil {
 		if err := n.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))

@@ -1,0 +1,307 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"hash/maphash"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"parley"
+)
+
+// Gateway serves WebSocket sessions. Create it with New, mount it at
+// GET /api/v1/gateway, and stop it with Shutdown.
+type Gateway struct {
+	cfg      Config
+	log      *slog.Logger
+	store    Store
+	bus      Bus
+	presence Presence
+	now      func() time.Time
+	metrics  *metrics
+
+	parts         []*partition
+	seed          maphash.Seed
+	hub           *hub
+	registry      *registry
+	tr            *transport // nil without sockets (benchmarks)
+	identifyRate  *ipLimiter
+	identifySlots chan struct{}
+	typing        *typingLimiter
+	stopHandover  func() error
+	moved         movedNotes // where handed-over sessions went
+	sweepEvery    time.Duration
+
+	closing atomic.Bool
+	stop    chan struct{}
+	wg      sync.WaitGroup // the partitions and the hub's worker
+
+	connsMu sync.Mutex
+	conns   map[*conn]struct{} // guarded by connsMu: open connections
+}
+
+// New starts a gateway: its partitions, the hub's worker and the socket
+// poller.
+func New(cfg Config) (*Gateway, error) {
+	g, err := newGateway(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if g.tr, err = newTransport(g); err != nil {
+		g.stopWorkers()
+		return nil, err
+	}
+	return g, nil
+}
+
+// newGateway is New without the socket layer.
+func newGateway(cfg Config) (*Gateway, error) {
+	if cfg.Store == nil || cfg.Bus == nil {
+		return nil, errors.New("gateway: Config.Store and Config.Bus are required")
+	}
+	cfg.setDefaults()
+	g := &Gateway{
+		cfg:           cfg,
+		log:           cfg.Logger.With("component", "gateway", "node_id", cfg.NodeID),
+		store:         cfg.Store,
+		bus:           cfg.Bus,
+		presence:      cfg.Presence,
+		now:           cfg.Now,
+		metrics:       newMetrics(cfg.Registerer),
+		seed:          maphash.MakeSeed(),
+		registry:      newRegistry(),
+		identifyRate:  newIPLimiter(cfg.IdentifyRatePerIP),
+		identifySlots: make(chan struct{}, cfg.MaxConcurrentIdentifies),
+		typing:        newTypingLimiter(cfg.TypingInterval),
+		stop:          make(chan struct{}),
+		conns:         map[*conn]struct{}{},
+	}
+	g.sweepEvery = min(time.Second, cfg.HeartbeatInterval/4, cfg.ResumeWindow/4, cfg.ReplayTTL/4)
+	g.sweepEvery = max(g.sweepEvery, 5*time.Millisecond)
+	g.hub = newHub(g)
+	g.hub.seq = newSequencer(g)
+	g.parts = make([]*partition, cfg.Partitions)
+	for i := range g.parts {
+		g.parts[i] = newPartition(g, i)
+	}
+	for _, p := range g.parts {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			p.run(g.stop)
+		}()
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		g.hub.work(g.stop)
+	}()
+	if err := g.startHandover(); err != nil {
+		g.stopWorkers()
+		return nil, err
+	}
+	return g, nil
+}
+
+// ServeHTTP upgrades GET /api/v1/gateway to a WebSocket connection.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.closing.Load() {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "gateway shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if !g.originAllowed(r) {
+		http.Error(w, "origin not allowed", http.StatusForbidden)
+		return
+	}
+	c := &conn{g: g, ip: g.clientIP(r)}
+	c.helloMu.Lock()
+	c.timer = time.AfterFunc(g.cfg.IdentifyTimeout, func() {
+		c.helloMu.Lock() // orders this after the upgrade's writes
+		c.helloMu.Unlock()
+		c.identifyTimedOut()
+	})
+	// Counted before the upgrade: the socket may close (and be forgotten)
+	// as soon as it is registered with the poller.
+	g.connsMu.Lock()
+	g.conns[c] = struct{}{}
+	g.connsMu.Unlock()
+	g.metrics.connections.Inc()
+	if err := g.tr.upgrade(w, r, c); err != nil {
+		c.timer.Stop()
+		c.helloMu.Unlock()
+		g.connClosed(c)
+		g.log.Debug("gateway upgrade failed", "err", err)
+		return
+	}
+	c.writeJSON(helloFrame{
+		Op:            "hello",
+		HeartbeatMS:   g.cfg.HeartbeatInterval.Milliseconds(),
+		ResumeWindowS: int64(g.cfg.ResumeWindow / time.Second),
+	})
+	c.helloDone.Store(true)
+	c.helloMu.Unlock()
+	if g.closing.Load() {
+		c.goAway()
+	}
+}
+
+// goAway tells the client to reconnect (to another node, after a random
+// pause so that a node's clients do not all come back at once) and closes
+// the socket with 1001; the session stays resumable as long as the node
+// lives.
+func (c *conn) goAway() {
+	c.writeJSON(reconnectFrame{Op: "reconnect", Reason: "shutdown", RetryAfterMS: retryAfterMS(0, 5*time.Second)})
+	c.closeWith(CloseGoingAway, "server shutting down")
+}
+
+// connClosed forgets a closed connection.
+func (g *Gateway) connClosed(c *conn) {
+	g.connsMu.Lock()
+	_, ok := g.conns[c]
+	delete(g.conns, c)
+	g.connsMu.Unlock()
+	if ok {
+		g.metrics.connections.Dec()
+	}
+}
+
+func (g *Gateway) openConns() []*conn {
+	g.connsMu.Lock()
+	defer g.connsMu.Unlock()
+	out := make([]*conn, 0, len(g.conns))
+	for c := range g.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Shutdown stops taking connections, tells every client to reconnect
+// (with jitter, so that they do not all come back at once) and closes its
+// socket with 1001, then waits until the sockets are gone or ctx ends, and
+// stops the gateway. The sessions die with the node.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	if g.closing.Swap(true) {
+		return nil
+	}
+	for _, c := range g.openConns() {
+		if c.helloDone.Load() { // else mid-upgrade: ServeHTTP sends it away after hello
+			c.goAway()
+		}
+	}
+	var err error
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for len(g.openConns()) > 0 && err == nil {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-tick.C:
+		}
+	}
+	if g.stopHandover != nil {
+		g.stopHandover()
+	}
+	if g.tr != nil {
+		g.tr.stop()
+	}
+	g.hub.unsubscribeAll()
+	g.hub.seq.Close()
+	g.stopWorkers()
+	if err != nil {
+		return errors.New("gateway shutdown: connections still open when the deadline passed")
+	}
+	return nil
+}
+
+func (g *Gateway) stopWorkers() {
+	select {
+	case <-g.stop:
+	default:
+		close(g.stop)
+	}
+	g.wg.Wait()
+}
+
+func (g *Gateway) newSession(id, userID, workspaceID, tokenHash string) *session {
+	return newSession(id, userID, workspaceID, tokenHash, g.partitionOf(id))
+}
+
+func (g *Gateway) presenceConnect(s *session) {
+	if g.presence != nil {
+		g.presence.Connect(s.userID, s.id)
+	}
+}
+
+func (g *Gateway) presenceDisconnect(s *session) {
+	if g.presence != nil {
+		g.presence.Disconnect(s.userID, s.id)
+	}
+}
+
+func (g *Gateway) presenceActivity(s *session) {
+	if g.presence != nil {
+		g.presence.Activity(s.userID, s.id)
+	}
+}
+
+// registry finds the node's sessions by id, for resume.
+type registry struct {
+	mu   sync.RWMutex
+	byID map[string]*session // guarded by mu
+}
+
+func newRegistry() *registry { return &registry{byID: map[string]*session{}} }
+
+func (r *registry) add(s *session) {
+	r.mu.Lock()
+	r.byID[s.id] = s
+	r.mu.Unlock()
+}
+
+func (r *registry) get(id string) *session {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byID[id]
+}
+
+func (r *registry) remove(s *session) {
+	r.mu.Lock()
+	if r.byID[s.id] == s {
+		delete(r.byID, s.id)
+	}
+	r.mu.Unlock()
+}
+
+func (r *registry) len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.byID)
+}
+
+// typingEvent builds the bus event of a typing op.
+func typingEvent(workspaceID, channelID, threadRootID, userID string, now time.Time) parley.Event {
+	data, _ := json.Marshal(struct {
+		ChannelID    string `json:"channel_id"`
+		ThreadRootID string `json:"thread_root_id,omitempty"`
+		UserID       string `json:"user_id"`
+	}{channelID, threadRootID, userID})
+	return parley.Event{
+		WorkspaceID: workspaceID,
+		ChannelID:   channelID,
+		Type:        EventTypingStarted,
+		Data:        data,
+		CreatedAt:   now,
+		Topics:      []string{parley.TopicChannel(channelID)},
+	}
+}

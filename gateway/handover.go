@@ -1,0 +1,264 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"parley"
+)
+
+// Session handover: a client that resumes on another node than the one
+// holding its session (the node named in the session id) makes the new
+// node ask the holder over the bus. The holder closes the old socket,
+// hands over the session's state (channel positions, the replay entries
+// after the client's seq, its presence watch) and forgets the session,
+// leaving a note of where it went for the resume window. The new node
+// adopts the session under the same id: it follows the channels from the
+// handed-over positions (catching up from the store where its own stream is
+// ahead), replays the entries, and goes on. A holder that does not answer
+// (dead) leaves the client to invalid_session and /sync.
+
+// handoverName is the node-to-node request kind: the subject is
+// "parley.node.<node_id>.handover".
+const handoverName = "handover"
+
+// maxHandoverHops bounds how far a handover follows "moved" notes.
+const maxHandoverHops = 3
+
+func nodeSubject(nodeID, name string) string { return "parley.node." + nodeID + "." + name }
+
+type handoverRequest struct {
+	SessionID string `json:"session_id"`
+	TokenHash string `json:"token_hash"`
+	Seq       uint64 `json:"seq"`
+	Node      string `json:"node"` // the asking node, where the session goes
+}
+
+type handoverReply struct {
+	Status      string           `json:"status"` // ok, moved, unknown, invalid_seq, replay_unavailable
+	MovedTo     string           `json:"moved_to,omitempty"`
+	UserID      string           `json:"user_id,omitempty"`
+	WorkspaceID string           `json:"workspace_id,omitempty"`
+	LastS       uint64           `json:"last_s,omitempty"`
+	Channels    map[string]int64 `json:"channels,omitempty"` // channel → last seq given
+	Entries     []handoverEntry  `json:"entries,omitempty"`  // s = Seq+1 … LastS
+	Presence    []string         `json:"presence,omitempty"` // watched users
+	Focus       []string         `json:"focus,omitempty"`
+}
+
+type handoverEntry struct {
+	Tail      string `json:"tail"` // the event frame after its s
+	Ephemeral bool   `json:"ephemeral,omitempty"`
+}
+
+// movedNotes remembers where handed-over sessions went.
+type movedNotes struct {
+	mu    sync.Mutex
+	notes map[string]movedNote // guarded by mu
+}
+
+type movedNote struct {
+	node  string
+	until time.Time
+}
+
+const maxMovedNotes = 100_000
+
+func (m *movedNotes) add(sessionID, node string, until time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.notes == nil {
+		m.notes = map[string]movedNote{}
+	}
+	if len(m.notes) >= maxMovedNotes {
+		for id, n := range m.notes {
+			if until.After(n.until.Add(time.Hour)) || len(m.notes) >= maxMovedNotes {
+				delete(m.notes, id)
+			}
+		}
+	}
+	m.notes[sessionID] = movedNote{node: node, until: until}
+}
+
+func (m *movedNotes) get(sessionID string, now time.Time) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.notes[sessionID]
+	if !ok {
+		return ""
+	}
+	if now.After(n.until) {
+		delete(m.notes, sessionID)
+		return ""
+	}
+	return n.node
+}
+
+// startHandover answers other nodes' handover requests, when the bus can.
+func (g *Gateway) startHandover() error {
+	rq, ok := g.bus.(Requester)
+	if !ok {
+		return nil
+	}
+	stop, err := rq.Handle(nodeSubject(g.cfg.NodeID, handoverName), g.answerHandover)
+	if err != nil {
+		return err
+	}
+	g.stopHandover = stop
+	return nil
+}
+
+// answerHandover gives a session away to the asking node.
+func (g *Gateway) answerHandover(data []byte) ([]byte, error) {
+	var req handoverRequest
+	if err := json.Unmarshal(data, &req); err != nil || req.Node == "" {
+		return nil, parley.Errorf(parley.EINVALID, "bad handover request")
+	}
+	s := g.registry.get(req.SessionID)
+	if s == nil || s.tokenHash != req.TokenHash {
+		if to := g.moved.get(req.SessionID, g.now()); to != "" && to != req.Node && s == nil {
+			return json.Marshal(handoverReply{Status: "moved", MovedTo: to})
+		}
+		return json.Marshal(handoverReply{Status: "unknown"})
+	}
+	res := make(chan handoverReply, 1)
+	s.p.post(func() { res <- s.p.handOver(s, req) })
+	rep := <-res
+	if rep.Status == "ok" {
+		g.moved.add(req.SessionID, req.Node, g.now().Add(g.cfg.ResumeWindow))
+		g.metrics.handovers.WithLabelValues("given").Inc()
+	}
+	return json.Marshal(rep)
+}
+
+// handOver packs the session for another node and removes it here.
+func (p *partition) handOver(s *session, req handoverRequest) handoverReply {
+	if s.removed {
+		return handoverReply{Status: "unknown"}
+	}
+	if req.Seq > s.sentS {
+		return handoverReply{Status: "invalid_seq"}
+	}
+	if req.Seq < s.lastS && (s.ring.len() == 0 || s.ring.first > req.Seq+1) {
+		p.kill(s, 0, "")
+		return handoverReply{Status: "replay_unavailable"}
+	}
+	rep := handoverReply{
+		Status:      "ok",
+		UserID:      s.userID,
+		WorkspaceID: s.workspaceID,
+		LastS:       s.lastS,
+		Channels:    make(map[string]int64, len(s.chans)),
+	}
+	for id, cp := range s.chans {
+		if cp.until > 0 {
+			continue // leaving: the new node need not follow it
+		}
+		rep.Channels[id] = cp.last
+	}
+	for seq := req.Seq + 1; seq <= s.lastS; seq++ {
+		en := s.ring.at(seq)
+		rep.Entries = append(rep.Entries, handoverEntry{Tail: string(en.ev.tail), Ephemeral: en.ev.ephemeral})
+	}
+	s.mu.Lock()
+	rep.Presence, rep.Focus = s.watched, s.focus
+	s.mu.Unlock()
+	p.kill(s, CloseSessionTimeout, "session resumed on another node")
+	return rep
+}
+
+// handover asks the node holding a session for it and adopts it here. It
+// returns nil (and why) when no node hands it over.
+func (g *Gateway) handover(ctx context.Context, sessionID, tokenHash string, seq uint64) (*session, resumeOutcome) {
+	rq, ok := g.bus.(Requester)
+	if !ok {
+		return nil, resumeGone
+	}
+	owner := g.moved.get(sessionID, g.now())
+	if owner == "" {
+		owner = ownerNode(sessionID)
+	}
+	req, _ := json.Marshal(handoverRequest{SessionID: sessionID, TokenHash: tokenHash, Seq: seq, Node: g.cfg.NodeID})
+	for hop := 0; hop < maxHandoverHops && owner != "" && owner != g.cfg.NodeID; hop++ {
+		data, err := rq.Request(ctx, nodeSubject(owner, handoverName), req)
+		if err != nil {
+			g.log.Info("gateway handover: no answer", "session_id", sessionID, "node", owner, "err", err)
+			g.metrics.handovers.WithLabelValues("no_answer").Inc()
+			return nil, resumeGone
+		}
+		var rep handoverReply
+		if err := json.Unmarshal(data, &rep); err != nil {
+			g.metrics.handovers.WithLabelValues("error").Inc()
+			return nil, resumeGone
+		}
+		switch rep.Status {
+		case "moved":
+			owner = rep.MovedTo
+			continue
+		case "ok":
+			s, err := g.adopt(sessionID, tokenHash, seq, &rep)
+			if err != nil {
+				g.log.Error("gateway handover: adopt failed", "session_id", sessionID, "err", err)
+				g.metrics.handovers.WithLabelValues("error").Inc()
+				return nil, resumeGone
+			}
+			g.metrics.handovers.WithLabelValues("taken").Inc()
+			return s, resumeOK
+		case "invalid_seq":
+			return nil, resumeBadSeq
+		case "replay_unavailable":
+			return nil, resumeTooOld
+		}
+		break // unknown there
+	}
+	g.metrics.handovers.WithLabelValues("unknown").Inc()
+	return nil, resumeGone
+}
+
+// adopt makes a handed-over session live here, detached, ready for attach.
+func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverReply) (*session, error) {
+	if rep.LastS < seq || uint64(len(rep.Entries)) != rep.LastS-seq {
+		return nil, errors.New("inconsistent handover reply")
+	}
+	s := g.newSession(sessionID, rep.UserID, rep.WorkspaceID, tokenHash)
+	topics := []string{parley.TopicUser(rep.UserID), parley.TopicWorkspace(rep.WorkspaceID)}
+	refs := make([]parley.ChannelRef, 0, len(rep.Channels))
+	for id, last := range rep.Channels {
+		refs = append(refs, parley.ChannelRef{ID: id, LastSeq: last})
+	}
+	starts := make([]int64, len(refs))
+	if err := g.acquireAll(topics, refs, starts); err != nil {
+		return nil, err
+	}
+	s.topics = topics
+	g.registry.add(s)
+	g.metrics.sessions.Inc()
+	recv := g.now()
+	done := make(chan struct{})
+	s.p.post(func() {
+		defer close(done)
+		p := s.p
+		p.sessions[s] = struct{}{}
+		for _, t := range s.topics {
+			p.indexAdd(t, s)
+		}
+		for i, r := range refs {
+			p.follow(s, r.ID, r.LastSeq, starts[i])
+		}
+		s.sentS, s.lastS, s.detachedAt = seq, seq, p.now
+		for _, en := range rep.Entries {
+			s.lastS++
+			e := &event{tail: []byte(en.Tail), ephemeral: en.Ephemeral, recv: recv}
+			s.ring.push(s.lastS, entry{ev: e, at: p.now})
+		}
+	})
+	<-done
+	s.setFocus(rep.Focus)
+	if len(rep.Presence) > 0 {
+		g.watchPresence(s, rep.Presence)
+	}
+	return s, nil
+}
