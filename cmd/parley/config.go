@@ -34,6 +34,9 @@ type serveOptions struct {
 	NATSCluster     string   // route listen address of the embedded NATS; "" = not clustered
 	NATSRoutes      []string // route URLs of other nodes' embedded NATS
 	NATSClusterName string   // the embedded cluster's name, the same on every node
+
+	Origins        []string // origins browsers may open the gateway from; empty: the server's own host
+	IdentifyPerMin float64  // identify/resume attempts per client IP per minute; 0: the gateway's default
 }
 
 // envPrefix starts the environment twin of every flag: --log-level is
@@ -57,6 +60,8 @@ func (o *serveOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NATSCluster, "nats-cluster", "", "host:port on which the embedded NATS accepts routes from other nodes; empty: no clustering")
 	fs.StringSliceVar(&o.NATSRoutes, "nats-routes", nil, "comma-separated route URLs (nats://host:port) of other nodes' embedded NATS")
 	fs.StringVar(&o.NATSClusterName, "nats-cluster-name", "parley", "name of the embedded NATS cluster; the same on every node")
+	fs.StringSliceVar(&o.Origins, "origins", nil, `comma-separated origins (scheme://host[:port]) browsers may open the gateway from; "*" allows any (default: the server's own host)`)
+	fs.Float64Var(&o.IdentifyPerMin, "identify-rate", 0, "identify and resume attempts allowed per client IP per minute (default 120; raise it for load tests from one address)")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " [$" + envName(f.Name) + "]"
 	})
@@ -98,6 +103,9 @@ func (o *serveOptions) validate() error {
 		}
 	} else if o.DataDir == "" {
 		return errors.New("--data is required when --db is not set")
+	}
+	if o.IdentifyPerMin < 0 {
+		return errors.New("--identify-rate must not be negative")
 	}
 	if _, err := parseLevel(o.LogLevel); err != nil {
 		return err

@@ -50,14 +50,16 @@ func TestFlagEnvPrecedence(t *testing.T) {
 	}
 
 	env := map[string]string{
-		"PARLEY_LISTEN":     "127.0.0.1:7000",
-		"PARLEY_ADMIN":      "off",
-		"PARLEY_DATA":       "/var/lib/parley",
-		"PARLEY_DB":         "postgres://u@db/parley",
-		"PARLEY_NATS":       "nats://bus:4222",
-		"PARLEY_DEMO":       "true",
-		"PARLEY_LOG_LEVEL":  "debug",
-		"PARLEY_LOG_FORMAT": "json",
+		"PARLEY_LISTEN":        "127.0.0.1:7000",
+		"PARLEY_ADMIN":         "off",
+		"PARLEY_DATA":          "/var/lib/parley",
+		"PARLEY_DB":            "postgres://u@db/parley",
+		"PARLEY_NATS":          "nats://bus:4222",
+		"PARLEY_DEMO":          "true",
+		"PARLEY_LOG_LEVEL":     "debug",
+		"PARLEY_LOG_FORMAT":    "json",
+		"PARLEY_ORIGINS":       "https://chat.example.com,https://app.example.com",
+		"PARLEY_IDENTIFY_RATE": "6000",
 	}
 	o, err = parse(t, nil, env)
 	if err != nil {
@@ -65,7 +67,8 @@ func TestFlagEnvPrecedence(t *testing.T) {
 	}
 	if o.Listen != "127.0.0.1:7000" || o.Admin != "" || o.DataDir != "/var/lib/parley" ||
 		o.DB != "postgres://u@db/parley" || o.NATS != "nats://bus:4222" || !o.Demo ||
-		o.LogLevel != "debug" || o.LogFormat != "json" {
+		o.LogLevel != "debug" || o.LogFormat != "json" ||
+		len(o.Origins) != 2 || o.Origins[1] != "https://app.example.com" || o.IdentifyPerMin != 6000 {
 		t.Fatalf("from env: %+v", o)
 	}
 
@@ -96,6 +99,7 @@ func TestBadOptions(t *testing.T) {
 		{[]string{"--nats-cluster", "6222"}, nil, "host:port"},
 		{[]string{"--nats-cluster", ":6222", "--nats-routes", "http://a:1"}, nil, "--nats-routes"},
 		{[]string{"--nats-cluster", ":6222", "--nats-cluster-name", ""}, nil, "--nats-cluster-name"},
+		{[]string{"--identify-rate", "-1"}, nil, "--identify-rate"},
 	} {
 		_, err := parse(t, tc.args, tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -32,6 +32,9 @@ func (n *node) startGateway() error {
 		NodeID:     n.opts.NodeID,
 		Logger:     n.log,
 		Registerer: n.reg,
+
+		AllowedOrigins:    n.opts.Origins,
+		IdentifyRatePerIP: gateway.Rate{PerMinute: n.opts.IdentifyPerMin, Burst: identifyBurst(n.opts.IdentifyPerMin)},
 	})
 	if err != nil {
 		n.presence.Close()
@@ -68,4 +71,13 @@ func withGateway(next http.Handler, gw http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// identifyBurst is the burst that goes with --identify-rate: half a minute's
+// worth, or the gateway's default (0) when no rate is set.
+func identifyBurst(perMinute float64) int {
+	if perMinute <= 0 {
+		return 0
+	}
+	return max(1, int(perMinute/2))
 }
