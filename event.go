@@ -57,6 +57,25 @@ func TopicUser(id string) string      { return "user." + id }
 func TopicPresence(id string) string  { return "presence." + id }
 func TopicWorkspace(id string) string { return "ws." + id }
 
+// TopicDirectory carries every change to a workspace's directory (users,
+// channels of every kind, memberships) for the servers' own caches. Unlike
+// the workspace topic it is never forwarded to client sessions, so private
+// channels may appear on it.
+func TopicDirectory(id string) string { return "dir." + id }
+
+// IsDirectoryEvent reports whether events of type t change a workspace's
+// directory and so also go on TopicDirectory.
+func IsDirectoryEvent(t string) bool {
+	switch t {
+	case EventChannelCreated, EventChannelUpdated, EventChannelArchived, EventChannelDeleted,
+		EventMemberJoined, EventMemberLeft,
+		EventUserCreated, EventUserUpdated, EventUserDeactivated, EventUserStatus,
+		EventWorkspaceUpdated, EventWorkspaceMemberJoined, EventWorkspaceMemberLeft:
+		return true
+	}
+	return false
+}
+
 // Payloads of the durable channel events. Every one carries channel_id and
 // seq, the event's own seq in the channel log.
 

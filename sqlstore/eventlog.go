@@ -43,7 +43,7 @@ func (tx *Tx) appendEvent(ctx context.Context, workspaceID, channelID, typ strin
 		Type:        typ,
 		Data:        raw,
 		CreatedAt:   tx.now,
-		Topics:      append([]string{parley.TopicChannel(channelID)}, extraTopics...),
+		Topics:      withDirectory(workspaceID, typ, append([]string{parley.TopicChannel(channelID)}, extraTopics...)),
 	})
 	return seq, nil
 }
@@ -60,7 +60,16 @@ func (tx *Tx) emit(workspaceID, typ string, data any, topics ...string) error {
 		Type:        typ,
 		Data:        raw,
 		CreatedAt:   tx.now,
-		Topics:      topics,
+		Topics:      withDirectory(workspaceID, typ, topics),
 	})
 	return nil
+}
+
+// withDirectory adds the workspace's directory topic to the topics of a
+// directory event (see parley.IsDirectoryEvent).
+func withDirectory(workspaceID, typ string, topics []string) []string {
+	if workspaceID == "" || !parley.IsDirectoryEvent(typ) {
+		return topics
+	}
+	return append(topics, parley.TopicDirectory(workspaceID))
 }

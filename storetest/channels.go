@@ -159,14 +159,16 @@ func testCreateChannel(t *testing.T, open Opener) {
 	}
 	chTopics(t, evs[0], parley.TopicWorkspace(e.ws.ID))
 
-	// Private channels are announced to their members, not the directory.
+	// Private channels are announced to their members, not the workspace.
 	priv, err := e.s.CreateChannel(ctx(t), e.owner.ID, e.ws.ID, parley.NewChannel{Name: "secret", Kind: parley.KindPrivate})
 	NoErr(t, err)
 	if priv.Kind != parley.KindPrivate || !priv.IsMember || priv.MemberCount != 1 {
 		t.Fatalf("private channel = %+v", priv)
 	}
 	evs = chLog(t, e.rec, priv.ID, parley.EventChannelCreated)
-	chTopics(t, evs[0], parley.TopicUser(e.owner.ID))
+	// Private: the members' user topics and the servers' directory, never
+	// the workspace topic that every member's sessions hear.
+	chTopics(t, evs[0], parley.TopicUser(e.owner.ID), parley.TopicDirectory(e.ws.ID))
 	chNoTopic(t, evs[0], parley.TopicWorkspace(e.ws.ID))
 
 	// Maximum lengths are accepted.

@@ -220,7 +220,7 @@ func init() {
 		}
 		seen := map[string]bool{}
 		for i, e := range evs {
-			if len(e.Topics) != 1 || e.Topics[0] != parley.TopicWorkspace(e.WorkspaceID) {
+			if len(e.Topics) != 2 || e.Topics[0] != parley.TopicWorkspace(e.WorkspaceID) || e.Topics[1] != parley.TopicDirectory(e.WorkspaceID) {
 				t.Errorf("user.updated topics = %v for workspace %s", e.Topics, e.WorkspaceID)
 			}
 			if users[i].Email != "" || users[i].Name != name {

@@ -83,7 +83,7 @@ func init() {
 
 		evs, ds := memberJoinedOf(t, rec, u.ID)
 		if len(evs) != 1 || evs[0].WorkspaceID != ws.ID || ds[0].Role != parley.RoleOwner ||
-			len(evs[0].Topics) != 1 || evs[0].Topics[0] != parley.TopicWorkspace(ws.ID) ||
+			len(evs[0].Topics) != 2 || evs[0].Topics[0] != parley.TopicWorkspace(ws.ID) || evs[0].Topics[1] != parley.TopicDirectory(ws.ID) ||
 			ds[0].User == nil || ds[0].User.Email != "" {
 			t.Fatalf("workspace.member_joined = %+v %+v", evs, ds)
 		}
