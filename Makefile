@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test bench lint
+.PHONY: run build test bench bench-gateway lint
 
 ## run: start Parley with a demo workspace (SQLite in ./data, embedded NATS)
 run:
@@ -23,6 +23,12 @@ test:
 ## bench: the store benchmarks
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./sqlstore/
+
+## bench-gateway: the gateway end to end on loopback (docs/benchmarks.md):
+## 10,000 sessions at one message a second, then 1,000 sessions with bursts
+bench-gateway: build
+	$(GO) run ./bench/gatewaybench -parley bin/parley -sessions 10000 -rate 1 -duration 30s
+	$(GO) run ./bench/gatewaybench -parley bin/parley -sessions 1000 -burst 50 -burst-every 2s -duration 30s
 
 ## lint: gofmt and go vet
 lint:

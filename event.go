@@ -29,6 +29,10 @@ const (
 	EventWorkspaceUpdated      = "workspace.updated"
 	EventWorkspaceMemberJoined = "workspace.member_joined"
 	EventWorkspaceMemberLeft   = "workspace.member_left"
+	// EventWorkspaceMemberUpdated is internal to the servers: a member's
+	// role changed (WorkspaceMemberData). It goes on the directory topic
+	// only, for the query caches' visibility rules (guests).
+	EventWorkspaceMemberUpdated = "workspace.member_updated"
 	// EventSessionRevoked is internal to the servers: it tells gateways to
 	// close the sockets identified with a revoked token. Its d carries the
 	// token hash, never the token.
@@ -70,7 +74,7 @@ func IsDirectoryEvent(t string) bool {
 	case EventChannelCreated, EventChannelUpdated, EventChannelArchived, EventChannelDeleted,
 		EventMemberJoined, EventMemberLeft,
 		EventUserCreated, EventUserUpdated, EventUserDeactivated, EventUserStatus,
-		EventWorkspaceUpdated, EventWorkspaceMemberJoined, EventWorkspaceMemberLeft:
+		EventWorkspaceUpdated, EventWorkspaceMemberJoined, EventWorkspaceMemberLeft, EventWorkspaceMemberUpdated:
 		return true
 	}
 	return false

@@ -109,6 +109,11 @@ type Channel struct {
 	// The caller's membership, filled in on reads made for a user.
 	IsMember    bool  `json:"is_member"`
 	LastReadSeq int64 `json:"last_read_seq"`
+	// The caller's unread and mention counts (see BootChannel), filled in
+	// where that is cheap (GET /channels/{id}, boot); absent means zero or
+	// not computed.
+	UnreadCount  int64 `json:"unread_count,omitempty"`
+	MentionCount int64 `json:"mention_count,omitempty"`
 }
 
 // Member is one user's membership of a channel.

@@ -252,6 +252,48 @@ type GatewayService interface {
 	ChannelMember(ctx context.Context, userID, channelID string) (bool, error)
 }
 
+// DirectoryVisitor receives a workspace's directory from ReadDirectory, one
+// row per call: the users first, then the channels, then the memberships
+// grouped by channel. The values passed are the callee's to keep.
+type DirectoryVisitor struct {
+	// User is called for each member of the workspace (email left out),
+	// with their role in it.
+	User func(u *User, role Role)
+	// Channel is called for each channel of every kind, archived ones
+	// included, with member_count, last_seq and DM participants; the
+	// caller-specific fields (is_member, last_read_seq) are unset.
+	Channel func(c *Channel)
+	// Member is called for each channel membership.
+	Member func(channelID, userID string)
+}
+
+// DirectoryService reads whole workspace directories in bulk for the query
+// caches (package querycache). It acts for the server, not for a user: it
+// authorises nothing.
+type DirectoryService interface {
+	// ReadDirectory reads a workspace's users, channels and memberships
+	// from one consistent snapshot, in a few queries whatever the
+	// workspace's size. An unknown workspace is ENOTFOUND.
+	ReadDirectory(ctx context.Context, workspaceID string, v DirectoryVisitor) error
+	// ChannelWorkspace returns the id of the workspace a channel belongs
+	// to, or ENOTFOUND.
+	ChannelWorkspace(ctx context.Context, channelID string) (string, error)
+}
+
+// BootService reads what POST /boot returns (boot.go). Counts come from
+// rows the writes maintain, never from counting messages.
+type BootService interface {
+	// Boot returns actor's boot in a workspace: ENOTFOUND for a workspace
+	// actor is not in, and with q.ChannelID for a channel of another
+	// workspace or one actor may not see; EINVALID for a bad q.Since.
+	// Users is left for the caller to fill from UserIDs.
+	Boot(ctx context.Context, actor string, q BootQuery) (*Boot, error)
+	// WorkspaceUsers returns the users among ids who are members of the
+	// workspace, in the order of ids; the others are left out. It acts for
+	// the server (the caller has authorised the request).
+	WorkspaceUsers(ctx context.Context, workspaceID string, ids []string) ([]User, error)
+}
+
 // Store is everything a node needs from storage.
 type Store interface {
 	GatewayService
@@ -260,5 +302,7 @@ type Store interface {
 	ChannelService
 	MessageService
 	EventService
+	DirectoryService
+	BootService
 	Close() error
 }

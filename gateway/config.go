@@ -97,6 +97,11 @@ type Config struct {
 	// order) instead of Bus.Subscribe: with natsbus,
 	// func(fn func(parley.Event)) gateway.TopicMux { return bus.NewMux(0, fn) }.
 	NewMux func(fn func(parley.Event)) TopicMux
+	// Users resolves the authors and @-mentioned users of messages, so
+	// that a session gets each such user's object with the first message
+	// that references them (just-in-time users, jit.go); the query cache
+	// implements it. Nil: messages go out without users.
+	Users UserDirectory
 	// Presence receives connects, disconnects and activity, and answers
 	// presence_sub. Nil: presence is not tracked and presence_sub is
 	// accepted but delivers nothing.

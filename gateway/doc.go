@@ -18,6 +18,9 @@
 //     its replay buffer are one ring; resume replays from it.
 //   - conn.go, transport.go: the socket side, on lesismal/nbio (epoll, no
 //     goroutine per connection, non-blocking buffered writes).
+//   - jit.go: just-in-time users. Message events carry the user objects
+//     (author, mentions) a session has not been sent yet, resolved once per
+//     event through a UserDirectory (the query cache).
 //
 // The gateway authorises only through the store (SessionByToken,
 // GetWorkspace, SessionChannels, ChannelMember); it never writes to the

@@ -19,6 +19,7 @@ type event struct {
 	ephemeral   bool   // typing, presence: dropped first, may be lost
 	tail        []byte // `,"t":…,"d":…}`: everything after the session's s
 	recv        time.Time
+	users       []userRef // message events: the users it references (jit.go)
 
 	// Decoded from d for the events that change what a session follows.
 	userID    string             // member.*, channel.created (creator), typing.started

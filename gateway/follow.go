@@ -3,8 +3,6 @@ package gateway
 import (
 	"context"
 	"time"
-
-	"parley"
 )
 
 // Which channels a session follows, and from where. All of it runs on the
@@ -81,15 +79,15 @@ func (p *partition) startFill(s *session, channelID string) {
 		ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
 		evs, err := p.g.store.ChannelLog(ctx, channelID, after, fillLimit)
 		cancel()
-		recv := p.g.now()
-		p.post(func() { p.fillDone(s, channelID, evs, err, recv) })
+		es := p.g.prepare(evs, p.g.now())
+		p.post(func() { p.fillDone(s, channelID, es, err) })
 	}()
 }
 
 // fillDone delivers a catch-up read. While it was in flight the session
 // was given nothing of the channel; if the node's stream has meanwhile gone
 // past what the read found, it reads again.
-func (p *partition) fillDone(s *session, channelID string, evs []parley.Event, err error, recv time.Time) {
+func (p *partition) fillDone(s *session, channelID string, evs []*event, err error) {
 	if s.removed {
 		return
 	}
@@ -103,15 +101,15 @@ func (p *partition) fillDone(s *session, channelID string, evs []parley.Event, e
 		time.AfterFunc(fillRetry, func() { p.postAsync(func() { p.retryFill(s, channelID) }) })
 		return
 	}
-	for _, ev := range evs {
-		if ev.Seq <= cp.last {
+	for _, e := range evs {
+		if e.seq <= cp.last {
 			continue
 		}
-		if ev.Seq != cp.last+1 || (cp.until > 0 && ev.Seq > cp.until) {
+		if e.seq != cp.last+1 || (cp.until > 0 && e.seq > cp.until) {
 			break
 		}
-		cp.last = ev.Seq
-		p.enqueue(s, newEvent(ev, recv))
+		cp.last = e.seq
+		p.enqueue(s, e)
 		if s.removed {
 			return
 		}

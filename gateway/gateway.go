@@ -33,6 +33,7 @@ type Gateway struct {
 	identifyRate  *ipLimiter
 	identifySlots chan struct{}
 	typing        *typingLimiter
+	jit           *jitUsers
 	stopHandover  func() error
 	moved         movedNotes // where handed-over sessions went
 	sweepEvery    time.Duration
@@ -78,6 +79,7 @@ func newGateway(cfg Config) (*Gateway, error) {
 		identifyRate:  newIPLimiter(cfg.IdentifyRatePerIP),
 		identifySlots: make(chan struct{}, cfg.MaxConcurrentIdentifies),
 		typing:        newTypingLimiter(cfg.TypingInterval),
+		jit:           newJITUsers(cfg.Users, cfg.Logger.With("component", "gateway", "node_id", cfg.NodeID), cfg.Registerer),
 		stop:          make(chan struct{}),
 		conns:         map[*conn]struct{}{},
 	}

@@ -47,6 +47,7 @@ type handoverReply struct {
 	Entries     []handoverEntry  `json:"entries,omitempty"`  // s = Seq+1 … LastS
 	Presence    []string         `json:"presence,omitempty"` // watched users
 	Focus       []string         `json:"focus,omitempty"`
+	KnownUsers  []string         `json:"known_users,omitempty"` // users sent to it (jit.go)
 }
 
 type handoverEntry struct {
@@ -166,6 +167,7 @@ func (p *partition) handOver(s *session, req handoverRequest) handoverReply {
 	s.mu.Lock()
 	rep.Presence, rep.Focus = s.watched, s.focus
 	s.mu.Unlock()
+	rep.KnownUsers = p.g.knownUserIDs(s)
 	p.kill(s, CloseSessionTimeout, "session resumed on another node")
 	return rep
 }
@@ -249,6 +251,7 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 			p.follow(s, r.ID, r.LastSeq, starts[i])
 		}
 		s.sentS, s.lastS, s.detachedAt = seq, seq, p.now
+		g.learnUsers(s, rep.KnownUsers)
 		for _, en := range rep.Entries {
 			s.lastS++
 			e := &event{tail: []byte(en.Tail), ephemeral: en.Ephemeral, recv: recv}

@@ -221,6 +221,9 @@ func (h *hub) deliverOrdered(ev parley.Event) {
 // dispatch encodes ev once and hands it to every partition.
 func (h *hub) dispatch(topic string, ev parley.Event) {
 	e := newEvent(ev, h.g.now())
+	if carriesUsers(ev.Type) {
+		h.g.jit.annotate([]*event{e}, []parley.Event{ev})
+	}
 	for _, p := range h.g.parts {
 		p.send(item{ev: e, topic: topic})
 	}

@@ -34,6 +34,8 @@ type partition struct {
 	flushes    uint64 // flushes so far, to sample the queue depth
 	delivered  int    // deliveries not yet added to the metric
 	dropped    int    // ephemeral events dropped, not yet added to the metric
+
+	jitMemo jitMemo // the variants with users of the event being delivered (jit.go)
 }
 
 // item is one inbox entry: an event for a topic, or a request to run.
@@ -276,6 +278,7 @@ func (p *partition) enqueue(s *session, e *event) {
 		}
 		s.ring.pop()
 	}
+	e = p.withUsers(s, e)
 	s.lastS++
 	s.ring.push(s.lastS, entry{ev: e, at: p.now})
 	p.delivered++

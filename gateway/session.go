@@ -32,6 +32,7 @@ type session struct {
 	chans      map[string]*chanPos
 	left       map[string]int64 // channels left: the last seq given (nil until one is)
 	topics     []string         // the non-channel topics it holds (user, workspace)
+	known      userSet          // the users sent to it (jit.go)
 	detachedAt int64            // unix nanos; 0 while attached
 	dirty      bool             // in the partition's dirty list
 	removed    bool

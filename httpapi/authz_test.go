@@ -181,6 +181,44 @@ func authzRows() []authzRow {
 			body: body(map[string]string{"role": "admin"}),
 			want: [numPrincipals]int{s401, s404, s403, s204, s404}},
 		{method: "GET", pattern: "/workspaces/{ws}/users", path: wsA("/users"), want: inA},
+		{method: "GET", pattern: "/workspaces/{ws}/switcher", path: wsA("/switcher?q="), want: inA,
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				var res parley.SwitcherResult
+				r.decode(t, &res)
+				seen := map[string]bool{}
+				for _, c := range res.Channels {
+					seen[c.ID] = true
+				}
+				// Private channels only for their members; DMs through their people.
+				if !seen[f.pub.ID] || !seen[f.priv.ID] || seen[f.secret.ID] != (p == admin) || seen[f.dm.ID] {
+					t.Errorf("switcher as %s lists channels %v", principalNames[p], seen)
+				}
+			}},
+		{method: "POST", pattern: "/boot", path: lit("/boot"),
+			body: func(f *authzFixture) any { return map[string]string{"workspace_id": f.wsA.ID} },
+			want: inA,
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				var b parley.Boot
+				r.decode(t, &b)
+				seen := map[string]bool{}
+				for _, c := range append(b.Channels, b.DMs...) {
+					seen[c.ID] = true
+				}
+				// Only the caller's own channels: the secret one only for admin.
+				if !seen[f.priv.ID] || !seen[f.dm.ID] || seen[f.secret.ID] != (p == admin) || seen[f.pub.ID] != (p == admin) {
+					t.Errorf("boot as %s lists %v", principalNames[p], seen)
+				}
+			}},
+		{method: "POST", pattern: "/boot", variant: "channel first, private", path: lit("/boot"),
+			body: func(f *authzFixture) any {
+				return map[string]string{"workspace_id": f.wsA.ID, "channel_id": f.priv.ID}
+			},
+			want: inA},
+		{method: "POST", pattern: "/boot", variant: "channel first, secret", path: lit("/boot"),
+			body: func(f *authzFixture) any {
+				return map[string]string{"workspace_id": f.wsA.ID, "channel_id": f.secret.ID}
+			},
+			want: adminOnly},
 		{method: "GET", pattern: "/workspaces/{ws}/channels", path: wsA("/channels"), want: inA,
 			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
 				var page parley.ChannelPage
@@ -235,6 +273,24 @@ func authzRows() []authzRow {
 			want: [numPrincipals]int{s401, s404, s403, s204, s404}},
 		{method: "GET", pattern: "/channels/{id}/members", variant: "public", path: ch(pub, "/members"), want: inA},
 		{method: "GET", pattern: "/channels/{id}/members", variant: "secret", path: ch(secret, "/members"), want: adminOnly},
+		{method: "GET", pattern: "/channels/{id}/mention-suggestions", variant: "public", path: ch(pub, "/mention-suggestions?q=ext"), want: inA,
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				var out struct{ Users []parley.MentionSuggestion }
+				r.decode(t, &out)
+				if len(out.Users) != 2 || out.Users[0].InChannel || out.Users[1].InChannel {
+					t.Errorf("mention suggestions as %s: %+v, want extra and extra2, neither in the channel", principalNames[p], out.Users)
+				}
+			}},
+		{method: "GET", pattern: "/channels/{id}/mention-suggestions", variant: "secret", path: ch(secret, "/mention-suggestions"), want: adminOnly},
+		{method: "GET", pattern: "/channels/{id}/header", variant: "private", path: ch(priv, "/header"), want: inA,
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				var h parley.ChannelHeader
+				r.decode(t, &h)
+				if h.Channel.ID != f.priv.ID || h.MemberCount != 3 || len(h.MembersPreview) != 3 {
+					t.Errorf("header as %s: %+v", principalNames[p], h)
+				}
+			}},
+		{method: "GET", pattern: "/channels/{id}/header", variant: "secret", path: ch(secret, "/header"), want: adminOnly},
 		{method: "POST", pattern: "/channels/{id}/read", path: ch(priv, "/read"), body: body(map[string]int{"seq": 1}), want: inA},
 
 		{method: "POST", pattern: "/channels/{id}/messages", variant: "private", path: ch(priv, "/messages"), body: post, want: createInA},

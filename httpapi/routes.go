@@ -44,6 +44,10 @@ func (s *Server) routes() []route {
 		r(post, "/invites/{code}/accept", authed, "Join a workspace with an invite code", s.acceptInvite),
 		r(put, "/workspaces/{ws}/members/{user_id}/role", authed, "Change a member's role", s.setMemberRole),
 		r(get, "/workspaces/{ws}/users", authed, "Page through the workspace directory", s.listWorkspaceUsers),
+		r(get, "/workspaces/{ws}/switcher", authed, "Quick switcher: channels and people matching what was typed", s.switcher),
+
+		// Boot.
+		r(post, "/boot", authed, "The first screen: the caller's channels and DMs with counts, ws_url, limits", s.boot),
 
 		// Channels.
 		r(post, "/workspaces/{ws}/channels", authed, "Create a public or private channel", s.createChannel),
@@ -57,6 +61,8 @@ func (s *Server) routes() []route {
 		r(post, "/channels/{id}/members", authed, "Add members to a channel", s.addMembers),
 		r(del, "/channels/{id}/members/{user_id}", authed, "Remove a member from a channel", s.removeMember),
 		r(get, "/channels/{id}/members", authed, "Page through a channel's members", s.listMembers),
+		r(get, "/channels/{id}/mention-suggestions", authed, "People to offer after @ in a channel, its members first", s.mentionSuggestions),
+		r(get, "/channels/{id}/header", authed, "A channel's header: member count, topic, purpose, a few members", s.channelHeader),
 		r(post, "/channels/{id}/read", authed, "Move the caller's read marker", s.markRead),
 
 		// Messages.

@@ -52,6 +52,17 @@ type Config struct {
 	// SignupPerIP limits signups per client IP (default 10 per minute,
 	// burst 20).
 	SignupPerIP Rate
+	// WSURL returns the gateway URL that boot hands out for a workspace
+	// (the node the affinity ring picks). Nil: the request's own host with
+	// /api/v1/gateway.
+	WSURL func(workspaceID string) string
+	// Users looks up the users a one-channel-first boot references (the
+	// query cache). Nil: the store.
+	Users UserLookup
+	// Cache serves the directory, /users/batch, the switcher, mention
+	// suggestions and channel headers from memory (querycache). Nil: the
+	// store serves them (see querycache.go in this package).
+	Cache Cache
 }
 
 // Rate is a token bucket: PerMinute tokens a minute, at most Burst at once.
@@ -97,6 +108,11 @@ type Server struct {
 	loginIP      *keyedLimiter
 	signupIP     *keyedLimiter
 
+	wsURL  func(workspaceID string) string // nil: the request's host
+	cache  Cache                           // nil: the store
+	users  UserLookup
+	limits parley.BootLimits
+
 	metrics *metrics // nil without a Registerer
 	handler http.Handler
 }
@@ -126,6 +142,11 @@ func New(cfg Config) *Server {
 	s.loginAccount = newKeyedLimiter(cfg.LoginPerAccount.orDefault(defaultLoginPerAccount), maxLimiterKeys)
 	s.loginIP = newKeyedLimiter(cfg.LoginPerIP.orDefault(defaultLoginPerIP), maxLimiterKeys)
 	s.signupIP = newKeyedLimiter(cfg.SignupPerIP.orDefault(defaultSignupPerIP), maxLimiterKeys)
+	s.wsURL, s.users, s.limits = cfg.WSURL, cfg.Users, bootLimits(cfg)
+	s.cache = cfg.Cache
+	if s.users == nil {
+		s.users = storeUsers{cfg.Store}
+	}
 	if cfg.Registerer != nil {
 		s.metrics = newMetrics(cfg.Registerer)
 	}

@@ -93,6 +93,9 @@ func (s *Store) GetChannel(ctx context.Context, actor, channelID string) (*parle
 	if err != nil {
 		return nil, err
 	}
+	if err := fillCounts(ctx, s.reads(), actor, a.ch); err != nil {
+		return nil, err
+	}
 	return a.ch, nil
 }
 

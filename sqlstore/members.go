@@ -206,8 +206,12 @@ func (s *Store) MarkRead(ctx context.Context, actor, channelID string, seq int64
 		}
 		ch := a.ch
 		to := min(seq, ch.LastSeq)
+		// read_ord is the number of the last counted message at or before
+		// the marker (unread.go); every seq up to the channel's last is
+		// committed, so the lookup sees them all.
 		res, err := tx.ExecContext(ctx,
-			`UPDATE channel_members SET last_read_seq = $1
+			`UPDATE channel_members SET last_read_seq = $1, read_ord = COALESCE((SELECT msg.ord FROM messages msg
+			   WHERE msg.channel_id = $3 AND msg.seq <= $1 AND msg.ord IS NOT NULL ORDER BY msg.seq DESC LIMIT 1), 0)
 			 WHERE workspace_id = $2 AND channel_id = $3 AND user_id = $4 AND last_read_seq < $1`,
 			to, ch.WorkspaceID, ch.ID, actor)
 		if err != nil {
@@ -216,6 +220,9 @@ func (s *Store) MarkRead(ctx context.Context, actor, channelID string, seq int64
 		if n, err := res.RowsAffected(); err != nil {
 			return fmt.Errorf("move read marker: %w", err)
 		} else if n > 0 {
+			if err := tx.clearMentions(ctx, ch.WorkspaceID, ch.ID, actor, to); err != nil {
+				return err
+			}
 			rs = &parley.ReadState{ChannelID: ch.ID, LastReadSeq: to}
 			return tx.emit(ch.WorkspaceID, parley.EventChannelRead,
 				parley.ReadEventData{ChannelID: ch.ID, LastReadSeq: to}, parley.TopicUser(actor))

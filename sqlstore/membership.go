@@ -125,7 +125,9 @@ func (tx *Tx) addMember(ctx context.Context, ch *parley.Channel, userID, actor s
 		return false, err
 	}
 	if _, err := tx.ExecContext(ctx,
-		`UPDATE channel_members SET last_read_seq = $1 WHERE workspace_id = $2 AND channel_id = $3 AND user_id = $4`,
+		`UPDATE channel_members SET last_read_seq = $1,
+		   read_ord = (SELECT msg_count FROM channels WHERE workspace_id = $2 AND id = $3)
+		 WHERE workspace_id = $2 AND channel_id = $3 AND user_id = $4`,
 		seq, ch.WorkspaceID, ch.ID, userID); err != nil {
 		return false, fmt.Errorf("set read marker on join: %w", err)
 	}
@@ -148,6 +150,9 @@ func (tx *Tx) removeMember(ctx context.Context, ch *parley.Channel, userID, acto
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return false, nil
+	}
+	if err := tx.clearMentions(ctx, ch.WorkspaceID, ch.ID, userID, -1); err != nil {
+		return false, err
 	}
 	if err := tx.QueryRowContext(ctx,
 		`UPDATE channel_stats SET member_count = member_count - 1

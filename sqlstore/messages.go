@@ -96,15 +96,27 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		}); err != nil {
 			return err
 		}
+		var ord sql.NullInt64 // its number among the channel's counted messages (unread.go)
+		if countsInChannel(m) {
+			if ord.Int64, err = tx.numberMessage(ctx, m.WorkspaceID, m.ChannelID); err != nil {
+				return err
+			}
+			ord.Valid = true
+		}
 		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO messages (workspace_id, id, channel_id, seq, user_id, text, client_msg_id, thread_root_id, created_at)
-			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			`INSERT INTO messages (workspace_id, id, channel_id, seq, user_id, text, client_msg_id, thread_root_id, created_at, ord)
+			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 			m.WorkspaceID, m.ID, m.ChannelID, m.Seq, actor, m.Text,
-			nullString(m.ClientMsgID), nullString(m.ThreadRootID), micros(now)); err != nil {
+			nullString(m.ClientMsgID), nullString(m.ThreadRootID), micros(now), ord); err != nil {
 			if isUniqueViolation(err) && nm.ClientMsgID != "" {
-				return errDuplicate // undoes the seq and the event
+				return errDuplicate // undoes the seq, the number and the event
 			}
 			return fmt.Errorf("insert message: %w", err)
+		}
+		if ord.Valid {
+			if err := tx.countPost(ctx, m, ord.Int64); err != nil {
+				return err
+			}
 		}
 		msg, created = m, true
 		return nil
@@ -303,6 +315,14 @@ func (s *Store) EditMessage(ctx context.Context, actor, messageID, text string) 
 			return fmt.Errorf("update message: %w", err)
 		}
 		m.Text, m.EditedAt = text, &edited
+		if countsInChannel(m) { // the mentions follow the new text
+			if err := tx.forgetMentions(ctx, m); err != nil {
+				return err
+			}
+			if err := tx.recordMentions(ctx, m); err != nil {
+				return err
+			}
+		}
 		if err := decorateOne(ctx, tx, actor, m); err != nil {
 			return err
 		}
@@ -363,6 +383,10 @@ func (s *Store) DeleteMessage(ctx context.Context, actor, messageID string) erro
 		if _, err := tx.ExecContext(ctx,
 			`DELETE FROM reactions WHERE workspace_id = $1 AND message_id = $2`, m.WorkspaceID, m.ID); err != nil {
 			return fmt.Errorf("drop reactions of deleted message: %w", err)
+		}
+		// Unread counts leave it out by themselves (unread.go); its mentions go.
+		if err := tx.forgetMentions(ctx, m); err != nil {
+			return err
 		}
 		_, err = tx.appendEvent(ctx, m.WorkspaceID, m.ChannelID, parley.EventMessageDeleted, func(seq int64) any {
 			return parley.MessageDeletedData{ChannelID: m.ChannelID, Seq: seq, MessageID: m.ID,

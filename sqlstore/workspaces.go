@@ -174,8 +174,9 @@ func (s *Store) ListWorkspaces(ctx context.Context, actor string) ([]parley.Work
 }
 
 // SetMemberRole lets admins make a member an admin, member or guest. Nobody
-// becomes owner this way and the owner's role stays. It emits no event: the
-// contract has none for role changes yet.
+// becomes owner this way and the owner's role stays. Clients get no event
+// (the contract has none for role changes yet); the servers' query caches
+// get workspace.member_updated on the directory topic.
 func (s *Store) SetMemberRole(ctx context.Context, actor, workspaceID, userID string, role parley.Role) error {
 	return s.write(ctx, "set member role", func(ctx context.Context, tx *Tx) error {
 		mine, err := workspaceRole(ctx, tx, workspaceID, actor)
@@ -205,6 +206,8 @@ func (s *Store) SetMemberRole(ctx context.Context, actor, workspaceID, userID st
 			string(role), workspaceID, userID); err != nil {
 			return fmt.Errorf("set member role: %w", err)
 		}
-		return nil
+		return tx.emit(workspaceID, parley.EventWorkspaceMemberUpdated, parley.WorkspaceMemberData{
+			WorkspaceID: workspaceID, UserID: userID, Role: role,
+		})
 	})
 }

@@ -36,6 +36,7 @@ type serveOptions struct {
 	NATSClusterName string   // the embedded cluster's name, the same on every node
 
 	Origins        []string // origins browsers may open the gateway from; empty: the server's own host
+	PublicURL      string   // base URL others reach this node's API at; empty: from the bound --listen address
 	IdentifyPerMin float64  // identify/resume attempts per client IP per minute; 0: the gateway's default
 }
 
@@ -61,6 +62,7 @@ func (o *serveOptions) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.NATSRoutes, "nats-routes", nil, "comma-separated route URLs (nats://host:port) of other nodes' embedded NATS")
 	fs.StringVar(&o.NATSClusterName, "nats-cluster-name", "parley", "name of the embedded NATS cluster; the same on every node")
 	fs.StringSliceVar(&o.Origins, "origins", nil, `comma-separated origins (scheme://host[:port]) browsers may open the gateway from; "*" allows any (default: the server's own host)`)
+	fs.StringVar(&o.PublicURL, "public-url", "", "base URL (http[s]://host[:port][/prefix]) at which clients and other nodes reach this node's API; the node announces it and its ws[s]:// gateway URL (default: from the bound --listen address)")
 	fs.Float64Var(&o.IdentifyPerMin, "identify-rate", 0, "identify and resume attempts allowed per client IP per minute (default 120; raise it for load tests from one address)")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " [$" + envName(f.Name) + "]"
@@ -106,6 +108,9 @@ func (o *serveOptions) validate() error {
 	}
 	if o.IdentifyPerMin < 0 {
 		return errors.New("--identify-rate must not be negative")
+	}
+	if err := validatePublicURL(o.PublicURL); err != nil {
+		return err
 	}
 	if _, err := parseLevel(o.LogLevel); err != nil {
 		return err

@@ -28,6 +28,7 @@ func (n *node) startGateway() error {
 		Store:      n.store,
 		Bus:        n.bus,
 		Presence:   n.presence,
+		Users:      n.userDirectory(),
 		NewMux:     func(fn func(parley.Event)) gateway.TopicMux { return n.bus.NewMux(0, fn) },
 		NodeID:     n.opts.NodeID,
 		Logger:     n.log,

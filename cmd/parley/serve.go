@@ -25,6 +25,8 @@ import (
 	"parley/natsbus"
 	"parley/nodes"
 	"parley/presence"
+	"parley/querycache"
+	"parley/ring"
 	"parley/sqlstore"
 )
 
@@ -82,6 +84,10 @@ type node struct {
 
 	// members is the cluster's live node list, this node included.
 	members *nodes.Members
+	// cache is the node's query cache (querycache.go).
+	cache *querycache.Cache
+	// affinity is the ring over the live gateway nodes (affinity.go).
+	affinity *ring.Tracker
 
 	// The WebSocket gateway (cmd/parley/gateway.go) and its presence.
 	gateway  *gateway.Gateway
@@ -180,7 +186,7 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 		}
 	}
 
-	api := httpapi.New(httpapi.Config{Store: n.store, Logger: log, Registerer: n.reg})
+	api := httpapi.New(httpapi.Config{Store: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Cache: n.startQueryCache()})
 	n.api = &http.Server{
 		Handler:           rootHandler(api.Handler()),
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -217,16 +223,17 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 	}
 
 	// Announce this node once its listeners are bound: the URLs are real.
-	apiBase := displayAddr(n.apiLn.Addr())
+	apiURL, wsURL := announcedURLs(o.PublicURL, n.apiLn.Addr())
 	n.members, err = nodes.Start(nodes.Config{Bus: n.bus, Logger: log, Self: nodes.Node{
 		ID:     o.NodeID,
-		APIURL: "http://" + apiBase + "/",
-		WSURL:  "ws://" + apiBase + "/api/v1/gateway",
-		Roles:  []string{"api", "gateway"},
+		APIURL: apiURL,
+		WSURL:  wsURL,
+		Roles:  []string{"api", ring.GatewayRole},
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("node announce: %w", err)
 	}
+	n.startAffinity()
 	if err := n.startGateway(); err != nil {
 		return nil, err
 	}
@@ -268,6 +275,8 @@ func (n *node) shutdown() error {
 // path or by shutdown; the fields stay set (the admin handlers read them).
 func (n *node) closeBackends() error {
 	var errs []error
+	n.stopAffinity()
+	n.stopQueryCache()
 	if n.members != nil {
 		n.members.Close() // goodbye to the other nodes while the bus is up
 	}

@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"parley"
+)
+
+// UserLookup finds users of a workspace by id, leaving out the ids it does
+// not know. The query cache implements it; so does the store (storeUsers).
+type UserLookup interface {
+	Users(ctx context.Context, workspaceID string, ids []string) ([]parley.User, error)
+}
+
+// storeUsers is the store as a UserLookup, when there is no query cache.
+type storeUsers struct{ store parley.Store }
+
+func (u storeUsers) Users(ctx context.Context, workspaceID string, ids []string) ([]parley.User, error) {
+	return u.store.WorkspaceUsers(ctx, workspaceID, ids)
+}
+
+// boot answers POST /boot: the store's part, then the users a
+// one-channel-first boot references, the gateway URL and the limits.
+func (s *Server) boot(w http.ResponseWriter, r *http.Request, c *caller) error {
+	var in parley.BootQuery
+	if err := decode(r, &in, false); err != nil {
+		return err
+	}
+	b, err := s.store.Boot(r.Context(), c.UserID, in)
+	if err != nil {
+		return err
+	}
+	if b.Channel != nil {
+		b.Users = []parley.User{}
+		if len(b.UserIDs) > 0 {
+			users, err := s.users.Users(r.Context(), b.Workspace.ID, b.UserIDs)
+			if err != nil {
+				return err
+			}
+			b.Users = append(b.Users, users...)
+		}
+	}
+	b.WSURL = s.gatewayURL(r, b.Workspace.ID)
+	limits := s.limits
+	b.Limits = &limits
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}
+
+// gatewayURL is the WebSocket URL for a workspace's sessions: the one
+// Config.WSURL picks, or else this server's own gateway path.
+func (s *Server) gatewayURL(r *http.Request, workspaceID string) string {
+	if s.wsURL != nil {
+		if u := s.wsURL(workspaceID); u != "" {
+			return u
+		}
+	}
+	scheme := "ws"
+	if r.TLS != nil {
+		scheme = "wss"
+	} else if s.trustProxyHeaders && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		scheme = "wss"
+	}
+	return scheme + "://" + r.Host + Prefix + "/gateway"
+}
+
+// bootLimits are the limits boot reports, from the server's settings.
+func bootLimits(cfg Config) parley.BootLimits {
+	rates := map[string]Rate{
+		"login_per_account": cfg.LoginPerAccount.orDefault(defaultLoginPerAccount),
+		"login_per_ip":      cfg.LoginPerIP.orDefault(defaultLoginPerIP),
+		"signup_per_ip":     cfg.SignupPerIP.orDefault(defaultSignupPerIP),
+	}
+	l := parley.BootLimits{
+		MaxMessageChars:  parley.MaxMessageLen,
+		MaxBodyBytes:     MaxBodyBytes,
+		MaxPageSize:      parley.MaxLimit,
+		MaxGroupDMOthers: parley.MaxGroupDMOthers,
+		MaxBatchUsers:    parley.MaxBatchUsers,
+		RateLimits:       map[string]parley.RateLimit{},
+	}
+	for name, r := range rates {
+		if r.PerMinute > 0 { // negative: unlimited, nothing to respect
+			l.RateLimits[name] = parley.RateLimit{PerMinute: r.PerMinute, Burst: r.Burst}
+		}
+	}
+	return l
+}

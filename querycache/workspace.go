@@ -1,0 +1,271 @@
+package querycache
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"parley"
+)
+
+// workspace is one warm workspace: its users (by a dense index), channels
+// and memberships, and the sorted indexes the queries walk.
+//
+// Queries hold mu for reading while they run (microseconds). Changes hold
+// Cache.writeMu and then mu for writing, so that there is one writer at a
+// time for the whole cache and no lock order to get wrong.
+type workspace struct {
+	id string
+
+	lastUsed atomic.Int64 // unix ns of the last query
+	ready    atomic.Bool  // loaded and kept fresh; set once
+
+	// pending holds the events that arrived while the workspace was loading;
+	// guarded by Cache.writeMu.
+	pending []parley.Event
+
+	mu sync.RWMutex // guards everything below
+
+	users     []*sharedUser // by user index; nil once the user left
+	keys      []userKey     // by user index
+	roles     []uint8       // by user index (roleCode)
+	userChans [][]uint32    // by user index: channel indexes, sorted
+	userIdx   map[string]uint32
+	live      int // users not nil
+
+	byHandle    []uint32  // live user indexes sorted by handle
+	handleMasks []uint64  // keys[byHandle[i]].mask, for the fuzzy scan
+	byName      []nameRef // every word of every live user's name, sorted
+
+	chans   []*channel // by channel index; nil once deleted
+	chanIdx map[string]uint32
+}
+
+// nameRef is one word of a user's name: its key is the name from that word
+// on, so that a prefix search over byName finds "smith" in "John Smith".
+type nameRef struct {
+	idx uint32
+	off uint32
+}
+
+func newWorkspace(id string) *workspace {
+	return &workspace{id: id, userIdx: map[string]uint32{}, chanIdx: map[string]uint32{}}
+}
+
+func (w *workspace) nameKey(r nameRef) string { return w.keys[r.idx].name[r.off:] }
+
+// handleLB returns the first position in byHandle whose handle is >= h.
+func (w *workspace) handleLB(h string) int {
+	i, _ := slices.BinarySearchFunc(w.byHandle, h, func(idx uint32, h string) int {
+		return strings.Compare(w.keys[idx].handle, h)
+	})
+	return i
+}
+
+// nameLB returns the first position in byName whose key is >= k.
+func (w *workspace) nameLB(k string) int {
+	i, _ := slices.BinarySearchFunc(w.byName, k, func(r nameRef, k string) int {
+		return strings.Compare(w.nameKey(r), k)
+	})
+	return i
+}
+
+// namePos finds ref's position in byName (keys are unique per user).
+func (w *workspace) namePos(key string, idx uint32) (int, bool) {
+	return slices.BinarySearchFunc(w.byName, nameRef{}, func(r nameRef, _ nameRef) int {
+		if c := strings.Compare(w.nameKey(r), key); c != 0 {
+			return c
+		}
+		return cmpU32(r.idx, idx)
+	})
+}
+
+func cmpU32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// buildIndexes sorts byHandle and byName from scratch (after a load).
+func (w *workspace) buildIndexes() {
+	w.byHandle = w.byHandle[:0]
+	w.byName = w.byName[:0]
+	for i, u := range w.users {
+		if u == nil {
+			continue
+		}
+		w.byHandle = append(w.byHandle, uint32(i))
+		wordStarts(w.keys[i].name, func(off int) {
+			w.byName = append(w.byName, nameRef{idx: uint32(i), off: uint32(off)})
+		})
+	}
+	slices.SortFunc(w.byHandle, func(a, b uint32) int {
+		if c := strings.Compare(w.keys[a].handle, w.keys[b].handle); c != 0 {
+			return c
+		}
+		return cmpU32(a, b)
+	})
+	slices.SortFunc(w.byName, func(a, b nameRef) int {
+		if c := strings.Compare(w.nameKey(a), w.nameKey(b)); c != 0 {
+			return c
+		}
+		return cmpU32(a.idx, b.idx)
+	})
+	w.handleMasks = make([]uint64, len(w.byHandle))
+	for i, idx := range w.byHandle {
+		w.handleMasks[i] = w.keys[idx].mask
+	}
+}
+
+// index puts user idx (whose key is set) into the sorted indexes.
+func (w *workspace) index(idx uint32) {
+	k := &w.keys[idx]
+	i := w.handleLB(k.handle)
+	w.byHandle = slices.Insert(w.byHandle, i, idx)
+	w.handleMasks = slices.Insert(w.handleMasks, i, k.mask)
+	wordStarts(k.name, func(off int) {
+		key := k.name[off:]
+		j, _ := w.namePos(key, idx)
+		w.byName = slices.Insert(w.byName, j, nameRef{idx: idx, off: uint32(off)})
+	})
+}
+
+// unindex takes user idx (with its current key) out of the sorted indexes.
+func (w *workspace) unindex(idx uint32) {
+	k := &w.keys[idx]
+	for i := w.handleLB(k.handle); i < len(w.byHandle) && w.keys[w.byHandle[i]].handle == k.handle; i++ {
+		if w.byHandle[i] == idx {
+			w.byHandle = slices.Delete(w.byHandle, i, i+1)
+			w.handleMasks = slices.Delete(w.handleMasks, i, i+1)
+			break
+		}
+	}
+	wordStarts(k.name, func(off int) {
+		if j, ok := w.namePos(k.name[off:], idx); ok {
+			w.byName = slices.Delete(w.byName, j, j+1)
+		}
+	})
+}
+
+// rekey makes user idx's index entries follow rec (a rename), keeping the
+// key's strings shared with rec when nothing changed.
+func (w *workspace) rekey(idx uint32, rec *userRec) {
+	nk := rec.key()
+	if old := w.keys[idx]; old == nk {
+		w.keys[idx] = nk // share rec's strings
+		return
+	}
+	w.unindex(idx)
+	w.keys[idx] = nk
+	w.index(idx)
+}
+
+// addUser makes su a member of the workspace with role and returns its
+// index. The caller counts the reference.
+func (w *workspace) addUser(su *sharedUser, role parley.Role) uint32 {
+	rec := su.rec.Load()
+	idx := uint32(len(w.users))
+	w.users = append(w.users, su)
+	w.keys = append(w.keys, rec.key())
+	w.roles = append(w.roles, roleCode(role))
+	w.userChans = append(w.userChans, nil)
+	w.userIdx[rec.id] = idx
+	w.live++
+	w.index(idx)
+	return idx
+}
+
+// removeUser takes user idx out of the workspace and its channels. The
+// caller drops the reference.
+func (w *workspace) removeUser(idx uint32) {
+	w.unindex(idx)
+	for _, ci := range w.userChans[idx] {
+		if ch := w.chans[ci]; ch != nil {
+			ch.members = removeSorted(ch.members, idx)
+		}
+	}
+	delete(w.userIdx, w.users[idx].rec.Load().id)
+	w.users[idx], w.keys[idx], w.userChans[idx] = nil, userKey{}, nil
+	w.live--
+}
+
+// addChannel adds a channel with its first members.
+func (w *workspace) addChannel(ch *channel) uint32 {
+	ci := uint32(len(w.chans))
+	w.chans = append(w.chans, ch)
+	w.chanIdx[ch.id] = ci
+	members := ch.members
+	ch.members = nil
+	for _, u := range members {
+		w.addMember(ci, u)
+	}
+	return ci
+}
+
+// removeChannel takes a channel and its memberships away.
+func (w *workspace) removeChannel(ci uint32) {
+	ch := w.chans[ci]
+	for _, u := range ch.members {
+		w.userChans[u] = removeSorted(w.userChans[u], ci)
+	}
+	delete(w.chanIdx, ch.id)
+	w.chans[ci] = nil
+}
+
+func (w *workspace) addMember(ci, u uint32) {
+	ch := w.chans[ci]
+	ch.members = insertSorted(ch.members, u)
+	w.userChans[u] = insertSorted(w.userChans[u], ci)
+}
+
+func (w *workspace) removeMember(ci, u uint32) {
+	ch := w.chans[ci]
+	ch.members = removeSorted(ch.members, u)
+	w.userChans[u] = removeSorted(w.userChans[u], ci)
+}
+
+// isMember reports whether user u is a member of channel ci.
+func (w *workspace) isMember(ci, u uint32) bool {
+	_, ok := slices.BinarySearch(w.userChans[u], ci)
+	return ok
+}
+
+// role returns the role of user u.
+func (w *workspace) role(u uint32) parley.Role { return roles[w.roles[u]] }
+
+// actor returns the index of a live member of the workspace, or false.
+func (w *workspace) actor(userID string) (uint32, bool) {
+	idx, ok := w.userIdx[userID]
+	return idx, ok && w.users[idx] != nil
+}
+
+// canSee applies the store's visibility rule to channel ci for user u:
+// members see it; other workspace members see it when it is public and
+// they are not guests.
+func (w *workspace) canSee(ci, u uint32) bool {
+	if w.isMember(ci, u) {
+		return true
+	}
+	return w.chans[ci].kind == parley.KindPublic && w.role(u) != parley.RoleGuest
+}
+
+func insertSorted(s []uint32, v uint32) []uint32 {
+	i, found := slices.BinarySearch(s, v)
+	if found {
+		return s
+	}
+	return slices.Insert(s, i, v)
+}
+
+func removeSorted(s []uint32, v uint32) []uint32 {
+	i, found := slices.BinarySearch(s, v)
+	if !found {
+		return s
+	}
+	return slices.Delete(s, i, i+1)
+}
