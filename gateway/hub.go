@@ -221,7 +221,7 @@ func (h *hub) deliverOrdered(ev parley.Event) {
 // dispatch encodes ev once and hands it to every partition.
 func (h *hub) dispatch(topic string, ev parley.Event) {
 	e := newEvent(ev, h.g.now())
-	if carriesUsers(ev.Type) {
+	if h.g.jit.dir != nil && carriesUsers(ev.Type) {
 		h.g.jit.annotate([]*event{e}, []parley.Event{ev})
 	}
 	for _, p := range h.g.parts {

@@ -56,8 +56,9 @@ type Config struct {
 	// (the node the affinity ring picks). Nil: the request's own host with
 	// /api/v1/gateway.
 	WSURL func(workspaceID string) string
-	// Users looks up the users a one-channel-first boot references (the
-	// query cache). Nil: the store.
+	// Users looks up the users a one-channel-first boot references. Nil:
+	// Cache, when it implements UserLookup (the query cache does), else the
+	// store.
 	Users UserLookup
 	// Cache serves the directory, /users/batch, the switcher, mention
 	// suggestions and channel headers from memory (querycache). Nil: the
@@ -146,6 +147,9 @@ func New(cfg Config) *Server {
 	s.cache = cfg.Cache
 	if s.users == nil {
 		s.users = storeUsers{cfg.Store}
+		if ul, ok := cfg.Cache.(UserLookup); ok { // the query cache has Users too
+			s.users = ul
+		}
 	}
 	if cfg.Registerer != nil {
 		s.metrics = newMetrics(cfg.Registerer)

@@ -209,6 +209,7 @@ func (c *Cache) applyChannelLocked(w *workspace, ev parley.Event, d *parley.Chan
 	}
 	ch.set(d.Channel)
 	ch.lastSeq = ev.Seq
+	w.syncChannel(ci)
 	return nil
 }
 

@@ -244,5 +244,11 @@ func (b *builder) finish() {
 			w.userChans[u] = append(w.userChans[u], uint32(ci))
 		}
 	}
+	for ci, ch := range w.chans {
+		w.syncChannel(uint32(ci))
+		if !ch.kind.IsDM() {
+			w.named = append(w.named, uint32(ci))
+		}
+	}
 	w.buildIndexes()
 }

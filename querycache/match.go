@@ -5,7 +5,10 @@ import "strings"
 // Matching. A query matches a user by handle or display name, and a channel
 // by name, in one of three tiers: exact, prefix (of the whole string or of
 // one of its words), and fuzzy (the query's characters appear in order,
-// not necessarily together: "jsmth" finds "john.smith").
+// not necessarily together: "jsmth" finds "john.smith"). Fuzzy matching
+// looks at handles (and channel names) only: names are found by the
+// prefix of any of their words, and a fuzzy pass over display names would
+// match most of a big workspace for any query with a space in it.
 
 // Match tiers, best first.
 const (
@@ -14,10 +17,15 @@ const (
 	tierFuzzy
 )
 
-// How a user matched within a tier: by handle, or by name.
+// How a user matched within a tier: by handle, or by name; in the fuzzy
+// tier (handles only), anchored (the handle starts with the query's first
+// character: "jsm" for john.smith) before loose ("smt" for john.smith).
 const (
 	subHandle uint8 = iota
 	subName
+
+	subAnchored = subHandle
+	subLoose    = subName
 )
 
 // foldQuery lower-cases and trims what was typed, and drops one leading
@@ -42,6 +50,18 @@ func maskOf(s string) uint64 {
 	return m &^ (1 << 63)
 }
 
+// handleQuery reports whether q could match a handle fuzzily at all:
+// handles are [a-z0-9._-].
+func handleQuery(q string) bool {
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return q != ""
+}
+
 func byteBit(c byte) uint {
 	switch {
 	case c >= 'a' && c <= 'z':
@@ -61,7 +81,7 @@ func byteBit(c byte) uint {
 }
 
 // subsequence reports whether the bytes of q appear in s in order.
-func subsequence(s, q string) bool {
+func subsequence[S string | []byte](s S, q string) bool {
 	j := 0
 	for i := 0; i < len(s) && j < len(q); i++ {
 		if s[i] == q[j] {
@@ -100,6 +120,8 @@ func matchUser(k *userKey, q string, qmask uint64) (tier, sub uint8, ok bool) {
 	switch {
 	case q == "":
 		return tierPrefix, subHandle, true
+	case k.mask&qmask != qmask: // every tier needs every character of q
+		return 0, 0, false
 	case k.handle == q:
 		return tierExact, subHandle, true
 	case k.name == q:
@@ -108,11 +130,11 @@ func matchUser(k *userKey, q string, qmask uint64) (tier, sub uint8, ok bool) {
 		return tierPrefix, subHandle, true
 	case wordPrefix(k.name, q) >= 0:
 		return tierPrefix, subName, true
-	case k.mask&qmask != qmask:
 	case subsequence(k.handle, q):
-		return tierFuzzy, subHandle, true
-	case subsequence(k.name, q):
-		return tierFuzzy, subName, true
+		if k.handle[0] == q[0] {
+			return tierFuzzy, subAnchored, true
+		}
+		return tierFuzzy, subLoose, true
 	}
 	return 0, 0, false
 }
@@ -129,6 +151,8 @@ func matchChannel(name string, mask uint64, q string, qmask uint64) (tier uint8,
 	switch {
 	case q == "":
 		return tierPrefix, true
+	case mask&qmask != qmask: // every tier needs every character of q
+		return 0, false
 	case name == q:
 		return tierExact, true
 	case strings.HasPrefix(name, q):
@@ -139,7 +163,7 @@ func matchChannel(name string, mask uint64, q string, qmask uint64) (tier uint8,
 			return tierPrefix, true
 		}
 	}
-	if mask&qmask == qmask && subsequence(name, q) {
+	if subsequence(name, q) {
 		return tierFuzzy, true
 	}
 	return 0, false

@@ -3,9 +3,11 @@ package querycache
 import (
 	"context"
 	"encoding/base64"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"parley"
 )
@@ -56,19 +58,21 @@ func (w *workspace) searchChannels(a uint32, q string, k int) []chanHit {
 	guest := w.role(a) == parley.RoleGuest
 	own := w.userChans[a]
 	top := topK[chanHit]{k: k, before: (*chanHit).before}
-	for ci, ch := range w.chans {
-		if ch == nil || ch.kind.IsDM() || ch.archived != 0 {
+	need := qmask | listedBit
+	for _, ci := range w.named {
+		if w.chanMasks[ci]&need != need {
 			continue
 		}
+		ch := w.chans[ci]
 		tier, ok := matchChannel(ch.name, ch.mask, q, qmask)
 		if !ok {
 			continue
 		}
-		_, member := slices.BinarySearch(own, uint32(ci))
+		_, member := slices.BinarySearch(own, ci)
 		if !member && (ch.kind != parley.KindPublic || guest) {
 			continue
 		}
-		top.add(chanHit{ci: uint32(ci), tier: tier, member: member, act: ch.updated, name: ch.name})
+		top.add(chanHit{ci: ci, tier: tier, member: member, act: ch.updated, name: ch.name})
 	}
 	return top.items
 }
@@ -223,57 +227,58 @@ func (c *Cache) Directory(ctx context.Context, actor, workspaceID string, uq par
 	return page, nil
 }
 
-// sparseMatches is the candidate count under which a directory search
-// gathers its matches from the indexes and sorts them, rather than walking
-// the handle order and testing everyone after the cursor.
-const sparseMatches = 4096
-
 // directoryPage returns up to n users matching term whose handle is after
-// the cursor key, by handle.
+// the cursor key, by handle. The matches are the users of a range of the
+// handle index and those of a range of the name-word index; their handle
+// positions are marked in a bitset, which is then read in order from the
+// cursor: no sorting, no string comparisons, and work in proportion to the
+// matches rather than to the workspace.
 func (w *workspace) directoryPage(term, after string, n int) []uint32 {
 	start := w.handleLB(after)
-	if start < len(w.byHandle) && after != "" && w.keys[w.byHandle[start]].handle == after {
+	if after != "" && start < len(w.byHandle) && w.keys[w.byHandle[start]].handle == after {
 		start++
 	}
-	var out []uint32
-	if term != "" {
-		hlo := w.handleLB(term)
-		hhi := hlo + sort.Search(len(w.byHandle)-hlo, func(j int) bool {
-			return !strings.HasPrefix(w.keys[w.byHandle[hlo+j]].handle, term)
-		})
-		nlo := w.nameLB(term)
-		nhi := nlo + sort.Search(len(w.byName)-nlo, func(j int) bool {
-			return !strings.HasPrefix(w.nameKey(w.byName[nlo+j]), term)
-		})
-		if (hhi-hlo)+(nhi-nlo) <= sparseMatches {
-			cands := make([]uint32, 0, (hhi-hlo)+(nhi-nlo))
-			cands = append(cands, w.byHandle[hlo:hhi]...)
-			for _, r := range w.byName[nlo:nhi] {
-				cands = append(cands, r.idx)
-			}
-			slices.SortFunc(cands, func(a, b uint32) int { return strings.Compare(w.keys[a].handle, w.keys[b].handle) })
-			cands = slices.Compact(cands)
-			for _, u := range cands {
-				if w.keys[u].handle > after || after == "" {
-					out = append(out, u)
-					if len(out) == n {
-						break
-					}
-				}
-			}
-			return out
+	if term == "" {
+		return slices.Clone(w.byHandle[start:min(start+n, len(w.byHandle))])
+	}
+	hlo := w.handleLB(term)
+	hhi := hlo + sort.Search(len(w.byHandle)-hlo, func(j int) bool {
+		return !strings.HasPrefix(w.keys[w.byHandle[hlo+j]].handle, term)
+	})
+	nlo := w.nameLB(term)
+	nhi := nlo + sort.Search(len(w.byName)-nlo, func(j int) bool {
+		return !strings.HasPrefix(w.nameKey(w.byName[nlo+j]), term)
+	})
+	if hlo == hhi && nlo == nhi {
+		return nil
+	}
+	bp := bitsets.Get().(*[]uint64)
+	defer bitsets.Put(bp)
+	words := (len(w.byHandle) + 63) / 64
+	if cap(*bp) < words {
+		*bp = make([]uint64, words)
+	}
+	set := (*bp)[:words]
+	clear(set)
+	for p := max(hlo, start); p < hhi; p++ {
+		set[p/64] |= 1 << (p % 64)
+	}
+	for _, r := range w.byName[nlo:nhi] {
+		if p := int(w.pos[r.idx]); p >= start {
+			set[p/64] |= 1 << (p % 64)
 		}
 	}
-	for _, u := range w.byHandle[start:] {
-		if directoryMatch(&w.keys[u], term) {
-			out = append(out, u)
-			if len(out) == n {
-				break
-			}
+	var out []uint32
+	for wi := start / 64; wi < len(set) && len(out) < n; wi++ {
+		for b := set[wi]; b != 0 && len(out) < n; b &= b - 1 {
+			out = append(out, w.byHandle[wi*64+bits.TrailingZeros64(b)])
 		}
 	}
 	return out
 }
+
+// bitsets recycles directoryPage's bitsets.
+var bitsets = sync.Pool{New: func() any { return new([]uint64) }}
 
 // Users returns the users of the workspace among ids (missing ones left
 // out), in the order of ids: for the servers' own use (boot, the gateway's

@@ -15,9 +15,9 @@ import (
 // Nothing scans every user unless it has to: exact and prefix hits come
 // from binary searches over the sorted handle and name-word indexes, walked
 // in rank order and abandoned as soon as nothing further along can enter
-// the top k. Fuzzy hits come from one pass over the handle order that a
-// 64-bit character mask filters before any string is looked at, and that
-// stops early the same way.
+// the top k. Fuzzy hits (handles only) come from one pass over the handle
+// order that a 64-bit character mask filters before any string is looked
+// at, and that stops as soon as k of them are found.
 
 // userHit is one user found, with what ranks it.
 type userHit struct {
@@ -109,7 +109,7 @@ func (w *workspace) searchUsers(q string, k int, pref prefSet) []userHit {
 	s.walkExact()
 	s.walkHandles()
 	s.walkNames()
-	if q != "" {
+	if handleQuery(q) {
 		s.walkFuzzy()
 	}
 	return s.top.items
@@ -129,7 +129,7 @@ func (s *userSearch) consider(idx uint32, tier, sub uint8, off uint32, walked bo
 		return
 	}
 	h := userHit{idx: idx, tier: t, sub: sb, key: k.handle}
-	if walked && (t != tier || (t != tierFuzzy && sb != sub)) {
+	if walked && (t != tier || sb != sub) {
 		return
 	}
 	if sb == subName && t != tierFuzzy {
@@ -156,13 +156,13 @@ func (s *userSearch) consider(idx uint32, tier, sub uint8, off uint32, walked bo
 	s.top.add(h)
 }
 
-// hopeless reports whether no hit at (tier, sub, key) or after it in a walk
-// can enter the top k any more.
-func (s *userSearch) hopeless(tier, sub uint8, key string) bool {
+// hopeless reports whether no hit at (tier, sub, key, idx) or after it in
+// a walk can enter the top k any more. Walks go in (key, idx) order.
+func (s *userSearch) hopeless(tier, sub uint8, key string, idx uint32) bool {
 	if !s.top.full() {
 		return false
 	}
-	bound := userHit{tier: tier, sub: sub, key: key, pref: !s.pref.small && len(s.pref.ids) > 0}
+	bound := userHit{tier: tier, sub: sub, key: key, idx: idx, pref: !s.pref.small && len(s.pref.ids) > 0}
 	return !bound.before(&s.top.items[len(s.top.items)-1])
 }
 
@@ -176,7 +176,7 @@ func (s *userSearch) walkExact() {
 	}
 	for i := w.nameLB(s.q); i < len(w.byName) && w.nameKey(w.byName[i]) == s.q; i++ {
 		if r := w.byName[i]; r.off == 0 {
-			if s.hopeless(tierExact, subName, s.q) {
+			if s.hopeless(tierExact, subName, s.q, r.idx) {
 				return
 			}
 			s.consider(r.idx, tierExact, subName, 0, true)
@@ -189,7 +189,7 @@ func (s *userSearch) walkHandles() {
 	for i := w.handleLB(s.q); i < len(w.byHandle); i++ {
 		idx := w.byHandle[i]
 		h := w.keys[idx].handle
-		if !strings.HasPrefix(h, s.q) || s.hopeless(tierPrefix, subHandle, h) {
+		if !strings.HasPrefix(h, s.q) || s.hopeless(tierPrefix, subHandle, h, idx) {
 			return
 		}
 		s.consider(idx, tierPrefix, subHandle, 0, true)
@@ -201,7 +201,7 @@ func (s *userSearch) walkNames() {
 	for i := w.nameLB(s.q); i < len(w.byName); i++ {
 		r := w.byName[i]
 		key := w.nameKey(r)
-		if !strings.HasPrefix(key, s.q) || s.hopeless(tierPrefix, subName, key) {
+		if !strings.HasPrefix(key, s.q) || s.hopeless(tierPrefix, subName, key, r.idx) {
 			return
 		}
 		s.consider(r.idx, tierPrefix, subName, r.off, true)
@@ -210,16 +210,42 @@ func (s *userSearch) walkNames() {
 
 func (s *userSearch) walkFuzzy() {
 	w := s.w
-	for i, m := range w.handleMasks {
+	if s.hopeless(tierFuzzy, subAnchored, "", 0) {
+		return
+	}
+	// The handles that start with the query's first character rank first.
+	lo := w.handleLB(s.q[:1])
+	hi := w.handleLB(string(rune(s.q[0] + 1)))
+	if s.fuzzyRange(lo, hi, subAnchored) || s.hopeless(tierFuzzy, subLoose, "", 0) {
+		return
+	}
+	if !s.fuzzyRange(0, lo, subLoose) {
+		s.fuzzyRange(hi, len(w.byHandle), subLoose)
+	}
+}
+
+// fuzzyRange tests the handles at positions [lo, hi) of byHandle against
+// the query: the mask first, then the subsequence over the packed handle
+// text, and only for a hit the user's record. It reports whether it stopped
+// because nothing further can enter the top k.
+func (s *userSearch) fuzzyRange(lo, hi int, sub uint8) (stopped bool) {
+	w := s.w
+	masks := w.handleMasks[lo:hi]
+	for j, m := range masks {
 		if m&s.qmask != s.qmask {
 			continue
 		}
-		idx := w.byHandle[i]
-		if s.hopeless(tierFuzzy, subHandle, w.keys[idx].handle) {
-			return
+		i := lo + j
+		if !subsequence(w.handleAt(i), s.q) {
+			continue
 		}
-		s.consider(idx, tierFuzzy, subHandle, 0, true)
+		idx := w.byHandle[i]
+		if s.hopeless(tierFuzzy, sub, w.keys[idx].handle, idx) {
+			return true
+		}
+		s.consider(idx, tierFuzzy, sub, 0, true)
 	}
+	return false
 }
 
 // chanHit is one channel found by the switcher.

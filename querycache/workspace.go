@@ -35,11 +35,41 @@ type workspace struct {
 	live      int // users not nil
 
 	byHandle    []uint32  // live user indexes sorted by handle
-	handleMasks []uint64  // keys[byHandle[i]].mask, for the fuzzy scan
+	handleMasks []uint64  // maskOf(handle) of byHandle[i], for the fuzzy scan
+	// handleRef[i] locates byHandle[i]'s handle in handleText (offset<<6 |
+	// length): the fuzzy scan reads handles from this one array, in order,
+	// instead of chasing a pointer per user.
+	handleRef  []uint32
+	handleText []byte
+	pos         []uint32  // by user index: its position in byHandle
 	byName      []nameRef // every word of every live user's name, sorted
 
 	chans   []*channel // by channel index; nil once deleted
 	chanIdx map[string]uint32
+	// chanMasks is, by channel index, the name's maskOf with listedBit set
+	// for the channels the switcher lists (public and private, not
+	// archived), 0 for the others: the switcher's scan reads this array
+	// and looks at a channel itself only when its mask fits the query.
+	chanMasks []uint64
+	// named lists the channels that are not DMs (most of a big
+	// workspace's channels are DMs), the only ones the switcher scans.
+	named []uint32
+}
+
+// listedBit marks a channel the switcher may list (maskOf never sets it).
+const listedBit = 1 << 63
+
+// syncChannel recomputes chanMasks[ci] after a change to the channel.
+func (w *workspace) syncChannel(ci uint32) {
+	for len(w.chanMasks) <= int(ci) {
+		w.chanMasks = append(w.chanMasks, 0)
+	}
+	ch := w.chans[ci]
+	if ch == nil || ch.kind.IsDM() || ch.archived != 0 {
+		w.chanMasks[ci] = 0
+		return
+	}
+	w.chanMasks[ci] = ch.mask | listedBit
 }
 
 // nameRef is one word of a user's name: its key is the name from that word
@@ -117,36 +147,93 @@ func (w *workspace) buildIndexes() {
 		return cmpU32(a.idx, b.idx)
 	})
 	w.handleMasks = make([]uint64, len(w.byHandle))
+	w.handleRef = make([]uint32, len(w.byHandle))
+	w.pos = make([]uint32, len(w.users))
+	size := 0
+	for _, idx := range w.byHandle {
+		size += len(w.keys[idx].handle)
+	}
+	w.handleText = make([]byte, 0, size)
 	for i, idx := range w.byHandle {
-		w.handleMasks[i] = w.keys[idx].mask
+		h := w.keys[idx].handle
+		w.handleMasks[i] = maskOf(h)
+		w.handleRef[i] = w.packHandle(h)
+		w.pos[idx] = uint32(i)
+	}
+}
+
+// packHandle appends h to handleText and returns its reference. Handles
+// are at most 32 bytes (parley.ValidateHandle).
+func (w *workspace) packHandle(h string) uint32 {
+	off := len(w.handleText)
+	w.handleText = append(w.handleText, h...)
+	return uint32(off)<<6 | uint32(len(h)&63)
+}
+
+// handleAt is the handle of byHandle[i], from handleText.
+func (w *workspace) handleAt(i int) []byte {
+	ref := w.handleRef[i]
+	off := ref >> 6
+	return w.handleText[off : off+ref&63]
+}
+
+// renumber sets pos for byHandle[from:] after an insertion or removal
+// there (O(users): joins and renames are rare next to queries).
+func (w *workspace) renumber(from int) {
+	for len(w.pos) < len(w.users) {
+		w.pos = append(w.pos, 0)
+	}
+	for i := from; i < len(w.byHandle); i++ {
+		w.pos[w.byHandle[i]] = uint32(i)
 	}
 }
 
 // index puts user idx (whose key is set) into the sorted indexes.
 func (w *workspace) index(idx uint32) {
-	k := &w.keys[idx]
-	i := w.handleLB(k.handle)
-	w.byHandle = slices.Insert(w.byHandle, i, idx)
-	w.handleMasks = slices.Insert(w.handleMasks, i, k.mask)
-	wordStarts(k.name, func(off int) {
-		key := k.name[off:]
-		j, _ := w.namePos(key, idx)
-		w.byName = slices.Insert(w.byName, j, nameRef{idx: idx, off: uint32(off)})
-	})
+	w.indexHandle(idx)
+	w.indexName(idx)
 }
 
 // unindex takes user idx (with its current key) out of the sorted indexes.
 func (w *workspace) unindex(idx uint32) {
-	k := &w.keys[idx]
-	for i := w.handleLB(k.handle); i < len(w.byHandle) && w.keys[w.byHandle[i]].handle == k.handle; i++ {
+	w.unindexHandle(idx)
+	w.unindexName(idx)
+}
+
+func (w *workspace) indexHandle(idx uint32) {
+	h := w.keys[idx].handle
+	i := w.handleLB(h)
+	w.byHandle = slices.Insert(w.byHandle, i, idx)
+	w.handleMasks = slices.Insert(w.handleMasks, i, maskOf(h))
+	w.handleRef = slices.Insert(w.handleRef, i, w.packHandle(h))
+	w.renumber(i)
+}
+
+func (w *workspace) unindexHandle(idx uint32) {
+	h := w.keys[idx].handle
+	for i := w.handleLB(h); i < len(w.byHandle) && w.keys[w.byHandle[i]].handle == h; i++ {
 		if w.byHandle[i] == idx {
 			w.byHandle = slices.Delete(w.byHandle, i, i+1)
 			w.handleMasks = slices.Delete(w.handleMasks, i, i+1)
-			break
+			w.handleRef = slices.Delete(w.handleRef, i, i+1)
+			w.renumber(i)
+			return
 		}
 	}
-	wordStarts(k.name, func(off int) {
-		if j, ok := w.namePos(k.name[off:], idx); ok {
+}
+
+func (w *workspace) indexName(idx uint32) {
+	name := w.keys[idx].name
+	wordStarts(name, func(off int) {
+		j, _ := w.namePos(name[off:], idx)
+		w.byName = slices.Insert(w.byName, j, nameRef{idx: idx, off: uint32(off)})
+	})
+}
+
+func (w *workspace) unindexName(idx uint32) {
+	name := w.keys[idx].name
+	wordStarts(name, func(off int) {
+		if j, ok := w.namePos(name[off:], idx); ok {
 			w.byName = slices.Delete(w.byName, j, j+1)
 		}
 	})
@@ -156,13 +243,18 @@ func (w *workspace) unindex(idx uint32) {
 // key's strings shared with rec when nothing changed.
 func (w *workspace) rekey(idx uint32, rec *userRec) {
 	nk := rec.key()
-	if old := w.keys[idx]; old == nk {
-		w.keys[idx] = nk // share rec's strings
-		return
+	old := w.keys[idx]
+	if old.handle != nk.handle {
+		w.unindexHandle(idx)
+		w.keys[idx].handle = nk.handle
+		w.indexHandle(idx)
 	}
-	w.unindex(idx)
-	w.keys[idx] = nk
-	w.index(idx)
+	if old.name != nk.name {
+		w.unindexName(idx)
+		w.keys[idx].name = nk.name
+		w.indexName(idx)
+	}
+	w.keys[idx] = nk // share rec's strings
 }
 
 // addUser makes su a member of the workspace with role and returns its
@@ -199,6 +291,10 @@ func (w *workspace) addChannel(ch *channel) uint32 {
 	ci := uint32(len(w.chans))
 	w.chans = append(w.chans, ch)
 	w.chanIdx[ch.id] = ci
+	w.syncChannel(ci)
+	if !ch.kind.IsDM() {
+		w.named = append(w.named, ci)
+	}
 	members := ch.members
 	ch.members = nil
 	for _, u := range members {
@@ -215,6 +311,7 @@ func (w *workspace) removeChannel(ci uint32) {
 	}
 	delete(w.chanIdx, ch.id)
 	w.chans[ci] = nil
+	w.syncChannel(ci)
 }
 
 func (w *workspace) addMember(ci, u uint32) {

@@ -32,6 +32,7 @@ type Config struct {
 	Duration       time.Duration // posting time
 	Burst          int           // >0: burst mode, this many messages per burst
 	BurstEvery     time.Duration // burst mode: period of the bursts
+	BurstPosters   int           // burst mode: goroutines posting each burst (default 1: back to back)
 	TextBytes      int           // message size
 	ConnectWorkers int
 	Settle         time.Duration // idle time before the RSS reading
@@ -50,6 +51,7 @@ type Result struct {
 	Reader   string `json:"reader"`
 	Store    string `json:"store"`
 	Sessions int    `json:"sessions"`
+	Burst    string `json:"burst,omitempty"`
 	Messages int    `json:"messages"`
 
 	Expected   int64 `json:"expected_deliveries"`
@@ -77,6 +79,9 @@ type Result struct {
 	PostLatencyP50ms   float64 `json:"post_p50_ms"`
 	ServerCPUProfile   string  `json:"cpu_profile,omitempty"`
 	ClientProcessRSSMB float64 `json:"loadgen_rss_mb"`
+	// LoadAvg is the machine's 1-minute load average before and after the
+	// posting phase (other work on the cores skews latency).
+	LoadAvg [2]float64 `json:"loadavg"`
 	// PerMessageP99ms is each message's own p99 over the sessions.
 	PerMessageP99ms []float64 `json:"per_message_p99_ms"`
 	// Memory is the server's Go memory per session (with − without
@@ -116,11 +121,15 @@ func (r *Result) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  server RSS: %.1f MB before the sessions, %.1f MB with them idle → %.0f bytes per idle session (heap %.0f B, %.2f goroutines per session)\n",
 		float64(r.RSSBaseBytes)/(1<<20), float64(r.RSSSessionsBytes)/(1<<20), r.RSSPerSession, r.HeapPerSession, r.GoroutinesPerSess)
-	fmt.Fprintf(w, "  connecting took %.1f s; load generator RSS %.0f MB\n", r.ConnectSeconds, r.ClientProcessRSSMB)
+	fmt.Fprintf(w, "  connecting took %.1f s; load generator RSS %.0f MB; machine load average %.2f → %.2f\n",
+		r.ConnectSeconds, r.ClientProcessRSSMB, r.LoadAvg[0], r.LoadAvg[1])
 	if len(r.Memory) > 0 {
 		fmt.Fprintf(w, "  server Go memory per session: heap in use %.0f B, heap retained %.0f B, stacks %.0f B, runtime sys %.0f B; RSS outside the Go runtime %.0f B\n",
 			r.Memory["heap_inuse_bytes"], r.Memory["heap_retained_bytes"], r.Memory["stack_inuse_bytes"], r.Memory["sys_bytes"],
 			r.RSSPerSession-r.Memory["sys_bytes"])
+	}
+	if r.Burst != "" {
+		fmt.Fprintf(w, "  bursts: %s\n", r.Burst)
 	}
 	if r.ServerCPUProfile != "" {
 		fmt.Fprintf(w, "  server CPU profile: %s\n", r.ServerCPUProfile)
@@ -324,6 +333,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if cfg.Burst > 0 {
 		res.Mode = "burst"
+		res.Burst = fmt.Sprintf("%d messages every %s by %d posters", cfg.Burst, cfg.BurstEvery, max(cfg.BurstPosters, 1))
 	}
 	if err := srv.gc(ctx); err != nil {
 		return fail(err)
@@ -421,6 +431,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return fail(err)
 	}
+	res.LoadAvg[0] = loadAvg()
 	postStart := time.Now()
 	postLat, err := post(ctx, cfg, poster, channel)
 	if err != nil {
@@ -439,6 +450,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return fail(err)
 	}
 	res.ServerCPUSeconds = (cpu1 - cpu0).Seconds()
+	res.LoadAvg[1] = loadAvg()
 	if cfg.CPUProfile != "" {
 		if err := <-profDone; err != nil {
 			return fail(err)
@@ -575,23 +587,33 @@ func plannedMessages(cfg Config) int {
 func bursts(cfg Config) int { return max(1, int(cfg.Duration/cfg.BurstEvery)) }
 
 // post sends the messages on schedule and returns each post's latency (ns).
+// A burst is posted by BurstPosters goroutines at once, each posting its
+// share back to back.
 func post(ctx context.Context, cfg Config, c *pclient.Client, channel string) ([]int64, error) {
-	var lat []int64
-	idx := 0
+	var (
+		mu  sync.Mutex
+		lat []int64
+		idx int
+	)
 	one := func() error {
-		t0 := time.Now()
-		if _, err := c.PostMessage(ctx, channel, parley.NewMessage{Text: messageText(idx, cfg.TextBytes)}); err != nil {
-			return fmt.Errorf("post %d: %w", idx, err)
-		}
-		lat = append(lat, int64(time.Since(t0)))
+		mu.Lock()
+		i := idx
 		idx++
+		mu.Unlock()
+		t0 := time.Now()
+		if _, err := c.PostMessage(ctx, channel, parley.NewMessage{Text: messageText(i, cfg.TextBytes)}); err != nil {
+			return fmt.Errorf("post %d: %w", i, err)
+		}
+		mu.Lock()
+		lat = append(lat, int64(time.Since(t0)))
+		mu.Unlock()
 		return nil
 	}
 	period := cfg.BurstEvery
-	rounds, per := bursts(cfg), cfg.Burst
+	rounds, per, posters := bursts(cfg), cfg.Burst, max(cfg.BurstPosters, 1)
 	if cfg.Burst == 0 {
 		period = time.Duration(float64(time.Second) / cfg.Rate)
-		rounds, per = plannedMessages(cfg), 1
+		rounds, per, posters = plannedMessages(cfg), 1, 1
 	}
 	tick := time.NewTicker(period)
 	defer tick.Stop()
@@ -603,10 +625,24 @@ func post(ctx context.Context, cfg Config, c *pclient.Client, channel string) ([
 				return nil, ctx.Err()
 			}
 		}
-		for range per {
-			if err := one(); err != nil {
-				return nil, err
-			}
+		var left atomic.Int64
+		left.Store(int64(per))
+		errs := make(chan error, posters)
+		var wg sync.WaitGroup
+		for range min(posters, per) {
+			wg.Go(func() {
+				for left.Add(-1) >= 0 {
+					if err := one(); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			return nil, err
 		}
 	}
 	return lat, nil
@@ -621,6 +657,20 @@ func percentile(ns []int64, p float64) float64 {
 	slices.Sort(s)
 	i := int(float64(len(s)-1) * p / 100)
 	return float64(s[i]) / 1e6
+}
+
+// loadAvg is the 1-minute load average (0 if unreadable).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -39,6 +39,7 @@ func main() {
 	flag.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long to post")
 	flag.IntVar(&cfg.Burst, "burst", 0, "burst mode: messages posted back to back per burst (0: steady mode)")
 	flag.DurationVar(&cfg.BurstEvery, "burst-every", 2*time.Second, "burst mode: time between the starts of two bursts")
+	flag.IntVar(&cfg.BurstPosters, "burst-posters", 1, "burst mode: goroutines posting each burst at once (1: one after another)")
 	flag.IntVar(&cfg.TextBytes, "text", 200, "bytes of text per message")
 	flag.IntVar(&cfg.ConnectWorkers, "connect-workers", 32, "sessions connecting at once")
 	flag.DurationVar(&cfg.Settle, "settle", 5*time.Second, "idle time after connecting, before RSS is read")

@@ -80,7 +80,16 @@ func (d *storeUsers) UsersByHandle(ctx context.Context, workspaceID string, hand
 	return out, nil
 }
 
-// userDirectory is what the gateway resolves message users with.
+// userDirectory is what the gateway resolves message users with: the
+// query cache once it has both lookups (Users and UsersByHandle), else the
+// store. The check is at run time so that either side can land first.
 func (n *node) userDirectory() gateway.UserDirectory {
+	if n.cache != nil {
+		if d, ok := any(n.cache).(gateway.UserDirectory); ok {
+			n.log.Info("gateway: just-in-time users from the query cache")
+			return d
+		}
+	}
+	n.log.Info("gateway: just-in-time users from the store")
 	return newStoreUsers(n.store)
 }
