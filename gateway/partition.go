@@ -292,15 +292,34 @@ func (p *partition) markDirty(s *session) {
 	}
 }
 
+// flushDirty flushes each dirty session once. A session marked dirty again
+// by its own flush (its socket drained meanwhile, so no writable call will
+// come) stays in the list for the next round, and the partition wakes
+// itself for that round.
 func (p *partition) flushDirty() {
-	for i, s := range p.dirty {
+	n := len(p.dirty)
+	for i := 0; i < n; i++ {
+		s := p.dirty[i]
 		s.dirty = false
 		p.dirty[i] = nil
 		if !s.removed {
 			p.flush(s)
 		}
 	}
-	p.dirty = p.dirty[:0]
+	rest := copy(p.dirty, p.dirty[n:])
+	clear(p.dirty[rest:])
+	p.dirty = p.dirty[:rest]
+	if rest > 0 {
+		p.wake()
+	}
+}
+
+// wake makes the partition run another round soon, without waiting.
+func (p *partition) wake() {
+	select {
+	case p.asyncWake <- struct{}{}:
+	default:
+	}
 }
 
 // flush writes the session's queued frames in one batch, as many as the
@@ -321,11 +340,13 @@ func (p *partition) flush(s *session) {
 		p.g.metrics.queueDepth.Observe(float64(s.lastS - s.sentS))
 	}
 	c.cork(p.corkBuf)
+	failed := false
 	for budget > 0 {
 		if s.resumeOwed && s.sentS == s.resumeMark {
 			p.scratch = appendJSON(p.scratch[:0], resumedFrame{Op: "resumed", Replayed: s.resumeCount})
 			s.resumeOwed = false
 			if !c.text(p.scratch) {
+				failed = true
 				break
 			}
 		}
@@ -338,15 +359,19 @@ func (p *partition) flush(s *session) {
 		}
 		p.scratch = appendEventFrame(p.scratch[:0], s.sentS+1, en.ev.tail)
 		if !c.text(p.scratch) {
+			failed = true
 			break
 		}
 		s.sentS++
 		budget -= len(p.scratch)
 	}
 	p.corkBuf = c.uncork()
+	if failed {
+		return // the socket is closing: its close detaches the session
+	}
 	if s.sentS < s.lastS || s.resumeOwed {
 		if !c.armWritable() {
-			p.markDirty(s)
+			p.markDirty(s) // drained meanwhile: next round
 		}
 	}
 }

@@ -357,7 +357,7 @@ func BenchmarkWarm(b *testing.B) {
 				b.Fatal(err)
 			}
 			start := time.Now()
-			if err := g.bulkInsert(ctx, raw); err != nil {
+			if err := g.bulkInsert(ctx, raw, d == sqlstore.Postgres); err != nil {
 				b.Fatal(err)
 			}
 			raw.Close()

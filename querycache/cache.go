@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -78,6 +79,7 @@ type Cache struct {
 	// loaded workspace, eviction. Changes lock a workspace's mu after it.
 	writeMu sync.Mutex
 	users   map[string]*sharedUser // guarded by writeMu; every user of every warm workspace
+	nusers  atomic.Int64           // len(users), readable without writeMu
 	closed  bool                   // guarded by writeMu
 
 	mu       sync.RWMutex          // guards the two maps below; held after writeMu when both are
@@ -161,7 +163,7 @@ func (c *Cache) acquire(ctx context.Context, workspaceID string) (*workspace, er
 		}
 		w = v.(*workspace)
 	}
-	w.lastUsed.Store(c.now().UnixNano())
+	w.touch(c.now())
 	return w, nil
 }
 
@@ -172,7 +174,7 @@ func (c *Cache) channelWorkspace(ctx context.Context, channelID string) (*worksp
 	w := c.channels[channelID]
 	c.mu.RUnlock()
 	if w != nil {
-		w.lastUsed.Store(c.now().UnixNano())
+		w.touch(c.now())
 		return w, nil
 	}
 	wsID, err := c.store.ChannelWorkspace(ctx, channelID)
@@ -263,6 +265,7 @@ func (c *Cache) releaseLocked(su *sharedUser) {
 	su.refs--
 	if su.refs <= 0 {
 		delete(c.users, su.rec.Load().id)
+		c.nusers.Add(-1)
 	}
 }
 
@@ -276,9 +279,7 @@ type Stats struct {
 
 // Stats returns the cache's current counts.
 func (c *Cache) Stats() Stats {
-	c.writeMu.Lock()
-	users := len(c.users)
-	c.writeMu.Unlock()
+	users := int(c.nusers.Load())
 	c.mu.RLock()
 	n := len(c.wss)
 	c.mu.RUnlock()

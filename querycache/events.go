@@ -144,6 +144,7 @@ func (c *Cache) applyWorkspaceMemberLocked(w *workspace, typ string, d *parley.W
 		su = &sharedUser{}
 		su.rec.Store(rec)
 		c.users[rec.id] = su
+		c.nusers.Add(1)
 	} else if cur := su.rec.Load(); rec.updated > cur.updated {
 		su.rec.Store(rec)
 	}

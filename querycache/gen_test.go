@@ -253,9 +253,11 @@ func (m multiDir) UsersBatch(context.Context, string, []string) ([]parley.User, 
 }
 
 // bulkInsert writes the generated workspace straight into a migrated
-// database with multi-row INSERTs ($n placeholders: both dialects), much
-// faster than signing 200,000 people up through the API.
-func (g *genDir) bulkInsert(ctx context.Context, db *sql.DB) error {
+// database with multi-row INSERTs, much faster than signing 200,000 people
+// up through the API. numbered says whether placeholders are $n
+// (PostgreSQL) or ? (SQLite, which looks each $n up by name: quadratic in
+// a statement of thousands).
+func (g *genDir) bulkInsert(ctx context.Context, db *sql.DB, numbered bool) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -286,7 +288,11 @@ func (g *genDir) bulkInsert(ctx context.Context, db *sql.DB) error {
 					if c > 0 {
 						b.WriteByte(',')
 					}
-					fmt.Fprintf(&b, "$%d", len(args)+c+1)
+					if numbered {
+						fmt.Fprintf(&b, "$%d", len(args)+c+1)
+					} else {
+						b.WriteByte('?')
+					}
 				}
 				b.WriteByte(')')
 				args = append(args, row(i)...)

@@ -119,6 +119,7 @@ func (c *Cache) installLocked(w *workspace, strict bool) error {
 		if ex == nil {
 			su.refs = 1
 			c.users[rec.id] = su
+			c.nusers.Add(1)
 			continue
 		}
 		// Another warm workspace holds the user already: share its object,

@@ -348,7 +348,7 @@ func (c *Cache) UsersBatch(ctx context.Context, actor string, ids []string) ([]p
 		}
 		w.mu.RLock()
 		if _, in := w.actor(actor); in {
-			w.lastUsed.Store(now.UnixNano())
+			w.touch(now)
 			for _, id := range uniq {
 				if _, done := found[id]; done {
 					continue

@@ -17,13 +17,13 @@ func TestSwitcherRanksUsers(t *testing.T) {
 	ws := mustWorkspace(t, st, me)
 	var others []*parley.User
 	for _, u := range [][2]string{
-		{"jo", "Joanna Smith"},   // exact handle for "jo"
+		{"jo", "Joanna Smith"}, // exact handle for "jo"
 		{"john.smith", "John Smith"},
-		{"jojo", "Jo Jones"},     // exact name for "jo jones"
-		{"adam", "Adam Jost"},    // name word prefix "jo"
-		{"zed", "Zed Jolly"},     // name word prefix "jo"; becomes a DM partner
-		{"kj.o", "Kay Ojo"},      // name word "ojo": fuzzy for "jo" via handle "kj.o"
-		{"gone", "Gone Person"},  // no match
+		{"jojo", "Jo Jones"},    // exact name for "jo jones"
+		{"adam", "Adam Jost"},   // name word prefix "jo"
+		{"zed", "Zed Jolly"},    // name word prefix "jo"; becomes a DM partner
+		{"kj.o", "Kay Ojo"},     // name word "ojo": fuzzy for "jo" via handle "kj.o"
+		{"gone", "Gone Person"}, // no match
 	} {
 		others = append(others, mustUser(t, st, u[0], u[1]))
 	}
@@ -85,8 +85,9 @@ func TestSwitcherRanksChannels(t *testing.T) {
 	mk(other, "team-eng", parley.KindPublic)
 	mk(other, "elephant-gun", parley.KindPublic) // fuzzy e-n-g
 	mk(other, "eng-secret", parley.KindPrivate)  // other's private channel
-	mk(me, "eng-mine", parley.KindPrivate)       // my private channel, newer than eng-frontend
-	_, err := st.AddMembers(bg(t), me.ID, mine.ID, []string{guest.ID}) // eng-frontend is now the newest
+	mk(me, "eng-mine", parley.KindPrivate)       // my private channel
+	// Adding the guest makes eng-frontend the most recently active.
+	_, err := st.AddMembers(bg(t), me.ID, mine.ID, []string{guest.ID})
 	noErr(t, err)
 
 	_, chs := switcher(t, n.cache, me.ID, ws.ID, "eng")

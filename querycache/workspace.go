@@ -1,10 +1,12 @@
 package querycache
 
 import (
+	"encoding/binary"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"parley"
 )
@@ -34,15 +36,15 @@ type workspace struct {
 	userIdx   map[string]uint32
 	live      int // users not nil
 
-	byHandle    []uint32  // live user indexes sorted by handle
-	handleMasks []uint64  // maskOf(handle) of byHandle[i], for the fuzzy scan
+	byHandle    []uint32 // live user indexes sorted by handle
+	handleMasks []uint64 // maskOf(handle) of byHandle[i], for the fuzzy scan
 	// handleRef[i] locates byHandle[i]'s handle in handleText (offset<<6 |
 	// length): the fuzzy scan reads handles from this one array, in order,
 	// instead of chasing a pointer per user.
 	handleRef  []uint32
 	handleText []byte
-	pos         []uint32  // by user index: its position in byHandle
-	byName      []nameRef // every word of every live user's name, sorted
+	pos        []uint32  // by user index: its position in byHandle
+	byName     []nameRef // every word of every live user's name, sorted
 
 	chans   []*channel // by channel index; nil once deleted
 	chanIdx map[string]uint32
@@ -79,6 +81,14 @@ type nameRef struct {
 	off uint32
 }
 
+// touch marks the workspace used at now. Queries on every core call it, so
+// it writes the shared word at most once a second.
+func (w *workspace) touch(now time.Time) {
+	if t := now.UnixNano(); t-w.lastUsed.Load() > int64(time.Second) {
+		w.lastUsed.Store(t)
+	}
+}
+
 func newWorkspace(id string) *workspace {
 	return &workspace{id: id, userIdx: map[string]uint32{}, chanIdx: map[string]uint32{}}
 }
@@ -111,6 +121,33 @@ func (w *workspace) namePos(key string, idx uint32) (int, bool) {
 	})
 }
 
+// sortEntry carries a sort key's first eight bytes as an integer, so that
+// sorting a whole index compares integers and rarely follows the string.
+type sortEntry[T any] struct {
+	pre uint64
+	key string
+	v   T
+}
+
+func (a *sortEntry[T]) cmp(b *sortEntry[T], tie int) int {
+	switch {
+	case a.pre < b.pre:
+		return -1
+	case a.pre > b.pre:
+		return 1
+	}
+	if c := strings.Compare(a.key, b.key); c != 0 {
+		return c
+	}
+	return tie
+}
+
+func prefix8(s string) uint64 {
+	var b [8]byte
+	copy(b[:], s)
+	return binary.BigEndian.Uint64(b[:])
+}
+
 func cmpU32(a, b uint32) int {
 	switch {
 	case a < b:
@@ -123,29 +160,30 @@ func cmpU32(a, b uint32) int {
 
 // buildIndexes sorts byHandle and byName from scratch (after a load).
 func (w *workspace) buildIndexes() {
-	w.byHandle = w.byHandle[:0]
-	w.byName = w.byName[:0]
+	var handles []sortEntry[uint32]
+	var names []sortEntry[nameRef]
 	for i, u := range w.users {
 		if u == nil {
 			continue
 		}
-		w.byHandle = append(w.byHandle, uint32(i))
-		wordStarts(w.keys[i].name, func(off int) {
-			w.byName = append(w.byName, nameRef{idx: uint32(i), off: uint32(off)})
+		h := w.keys[i].handle
+		handles = append(handles, sortEntry[uint32]{pre: prefix8(h), key: h, v: uint32(i)})
+		name := w.keys[i].name
+		wordStarts(name, func(off int) {
+			k := name[off:]
+			names = append(names, sortEntry[nameRef]{pre: prefix8(k), key: k, v: nameRef{idx: uint32(i), off: uint32(off)}})
 		})
 	}
-	slices.SortFunc(w.byHandle, func(a, b uint32) int {
-		if c := strings.Compare(w.keys[a].handle, w.keys[b].handle); c != 0 {
-			return c
-		}
-		return cmpU32(a, b)
-	})
-	slices.SortFunc(w.byName, func(a, b nameRef) int {
-		if c := strings.Compare(w.nameKey(a), w.nameKey(b)); c != 0 {
-			return c
-		}
-		return cmpU32(a.idx, b.idx)
-	})
+	slices.SortFunc(handles, func(a, b sortEntry[uint32]) int { return a.cmp(&b, cmpU32(a.v, b.v)) })
+	slices.SortFunc(names, func(a, b sortEntry[nameRef]) int { return a.cmp(&b, cmpU32(a.v.idx, b.v.idx)) })
+	w.byHandle = make([]uint32, len(handles))
+	for i, e := range handles {
+		w.byHandle[i] = e.v
+	}
+	w.byName = make([]nameRef, len(names))
+	for i, e := range names {
+		w.byName[i] = e.v
+	}
 	w.handleMasks = make([]uint64, len(w.byHandle))
 	w.handleRef = make([]uint32, len(w.byHandle))
 	w.pos = make([]uint32, len(w.users))

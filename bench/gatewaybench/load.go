@@ -27,6 +27,7 @@ type Config struct {
 	Parley         string        // path of the parley binary
 	Reader         string        // "client" (package client) or "raw"
 	Pollers        int           // raw reader: poller goroutines (default 1)
+	ReadBuffer     int           // raw reader: bytes read from a socket at once
 	Sessions       int           // identified sessions, all in #general
 	Rate           float64       // steady mode: messages per second
 	Duration       time.Duration // posting time
@@ -69,6 +70,12 @@ type Result struct {
 	P50ms            float64 `json:"p50_ms"`
 	P99ms            float64 `json:"p99_ms"`
 	Maxms            float64 `json:"max_ms"`
+	// The latency in two parts: send → commit (the message's created_at),
+	// per message, and commit → receipt, per delivery.
+	StoredP50ms float64 `json:"send_to_commit_p50_ms"`
+	StoredP99ms float64 `json:"send_to_commit_p99_ms"`
+	FanoutP50ms float64 `json:"commit_to_receipt_p50_ms"`
+	FanoutP99ms float64 `json:"commit_to_receipt_p99_ms"`
 
 	RSSBaseBytes       int64   `json:"rss_base_bytes"`
 	RSSSessionsBytes   int64   `json:"rss_sessions_bytes"`
@@ -114,6 +121,8 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "  server CPU: %.2f s over the posting phase (idle: %.3f CPU-s/s) → %.0f deliveries per server CPU-second\n",
 		r.ServerCPUSeconds, r.IdleCPUPerSecond, r.DeliveriesPerCPU)
 	fmt.Fprintf(w, "  post → receipt: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", r.P50ms, r.P99ms, r.Maxms)
+	fmt.Fprintf(w, "    of which send → commit (created_at) p50 %.1f ms, p99 %.1f ms; commit → receipt p50 %.1f ms, p99 %.1f ms\n",
+		r.StoredP50ms, r.StoredP99ms, r.FanoutP50ms, r.FanoutP99ms)
 	if n := len(r.PerMessageP99ms); n > 0 {
 		per := slices.Clone(r.PerMessageP99ms)
 		slices.Sort(per)
@@ -181,6 +190,10 @@ type recorder struct {
 	// session, filled up to latN[i].
 	lat  [][]int64
 	latN []atomic.Int64
+	// stored[i] is message i's server commit time (its created_at) minus
+	// its send time, ns: the part of the latency before the fan-out; 0
+	// until the first receipt.
+	stored []atomic.Int64
 }
 
 // receive records one message.created payload received by s.
@@ -200,6 +213,11 @@ func (r *recorder) receive(s *session, data []byte) {
 	if idx < len(r.lat) {
 		if i := r.latN[idx].Add(1) - 1; i < int64(len(r.lat[idx])) {
 			r.lat[idx][i] = now - sent
+		}
+		if r.stored[idx].Load() == 0 {
+			if created, ok := parseCreatedAt(data); ok {
+				r.stored[idx].Store(max(created-sent, 1))
+			}
 		}
 	}
 	r.delivered.Add(1)
@@ -253,6 +271,27 @@ func parseMarker(d []byte) (idx int, sent int64, ok bool) {
 	return n, t, true
 }
 
+var createdAtKey = []byte(`"created_at":"`)
+
+// parseCreatedAt reads the message's created_at (unix ns) from a
+// message.created payload.
+func parseCreatedAt(d []byte) (int64, bool) {
+	i := bytes.Index(d, createdAtKey)
+	if i < 0 {
+		return 0, false
+	}
+	rest := d[i+len(createdAtKey):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return 0, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(rest[:j]))
+	if err != nil {
+		return 0, false
+	}
+	return t.UnixNano(), true
+}
+
 // messageText is message idx's text, padded to size bytes.
 func messageText(idx int, size int) string {
 	s := fmt.Sprintf("gwb|%d|%d|", idx, time.Now().UnixNano())
@@ -293,6 +332,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.ConnectWorkers = max(cfg.ConnectWorkers, 1)
 	if cfg.Reader == "" {
 		cfg.Reader = "raw"
+	}
+	if cfg.ReadBuffer <= 0 {
+		cfg.ReadBuffer = 8 << 10
 	}
 	if cfg.Reader != "raw" && cfg.Reader != "client" {
 		return nil, fmt.Errorf("reader %q: want raw or client", cfg.Reader)
@@ -348,7 +390,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	// Connect every session, a few at a time.
 	planned := plannedMessages(cfg)
-	rec := &recorder{lat: make([][]int64, planned), latN: make([]atomic.Int64, planned)}
+	rec := &recorder{lat: make([][]int64, planned), latN: make([]atomic.Int64, planned), stored: make([]atomic.Int64, planned)}
 	for i := range rec.lat {
 		rec.lat[i] = make([]int64, cfg.Sessions)
 	}
@@ -356,7 +398,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sessions := make([]*session, cfg.Sessions)
 	var raw *rawEngine
 	if cfg.Reader == "raw" {
-		if raw, err = newRawEngine(cfg.Pollers); err != nil {
+		if raw, err = newRawEngine(cfg.Pollers, cfg.ReadBuffer); err != nil {
 			return fail(err)
 		}
 		defer raw.close()
@@ -483,14 +525,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if res.ServerCPUSeconds > 0 {
 		res.DeliveriesPerCPU = float64(res.Delivered) / res.ServerCPUSeconds
 	}
-	var lat []int64
+	var lat, fan, stored []int64
 	res.PerMessageP99ms = make([]float64, len(rec.lat))
 	for i, l := range rec.lat {
 		l = l[:min(rec.latN[i].Load(), int64(len(l)))]
 		lat = append(lat, l...)
 		res.PerMessageP99ms[i] = percentile(l, 99)
+		st := rec.stored[i].Load()
+		stored = append(stored, st)
+		for _, v := range l {
+			fan = append(fan, v-st)
+		}
 	}
 	res.P50ms, res.P99ms, res.Maxms = percentile(lat, 50), percentile(lat, 99), percentile(lat, 100)
+	res.StoredP50ms, res.StoredP99ms = percentile(stored, 50), percentile(stored, 99)
+	res.FanoutP50ms, res.FanoutP99ms = percentile(fan, 50), percentile(fan, 99)
 	if rss, err := rssBytes(os.Getpid()); err == nil {
 		res.ClientProcessRSSMB = float64(rss) / (1 << 20)
 	}

@@ -39,11 +39,11 @@ type rawEngine struct {
 	stopOnce    sync.Once
 }
 
-func newRawEngine(pollers int) (*rawEngine, error) {
+func newRawEngine(pollers, readBuffer int) (*rawEngine, error) {
 	e := nbhttp.NewEngine(nbhttp.Config{
 		Name:           "gatewaybench",
 		NPoller:        max(pollers, 1),
-		ReadBufferSize: 64 << 10,
+		ReadBufferSize: readBuffer,
 		// Run message callbacks on the poller goroutine, no task pool.
 		ServerExecutor: func(f func()) { f() },
 	})
