@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,8 +19,6 @@ import (
 	"parley/natsbus"
 	"parley/nodes"
 	"parley/ring"
-	"parley/sqlstore"
-	"parley/storetest"
 )
 
 func TestPublicURLFlag(t *testing.T) {
@@ -114,42 +110,9 @@ func TestWSURLFor(t *testing.T) {
 	}
 }
 
-// TestStoreUsers: the store-backed directory finds members by id and, once
-// it knows a member of the workspace, by handle; never users of another
-// workspace.
-func TestStoreUsers(t *testing.T) {
-	ctx := context.Background()
-	store, err := sqlstore.Open(ctx, sqlstore.Config{Path: filepath.Join(t.TempDir(), "parley.db"),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	a := storetest.MustUser(t, store, "alice")
-	b := storetest.MustUser(t, store, "bob")
-	outsider := storetest.MustUser(t, store, "eve")
-	ws := storetest.MustWorkspace(t, store, a)
-	storetest.MustJoinWorkspace(t, store, ws, a, b)
-	storetest.MustWorkspace(t, store, outsider)
-
-	d := newStoreUsers(store)
-	if us, err := d.UsersByHandle(ctx, ws.ID, []string{b.Handle}); err != nil || len(us) != 0 {
-		t.Fatalf("by handle before any member is known: %v %v", us, err)
-	}
-	us, err := d.Users(ctx, ws.ID, []string{a.ID, outsider.ID})
-	if err != nil || len(us) != 1 || us[0].ID != a.ID {
-		t.Fatalf("by id: %v %v", us, err)
-	}
-	us, err = d.UsersByHandle(ctx, ws.ID, []string{b.Handle, outsider.Handle, "nobody"})
-	if err != nil || len(us) != 1 || us[0].ID != b.ID {
-		t.Fatalf("by handle: %v %v", us, err)
-	}
-}
-
 // TestServePublicURLAndJIT runs the binary: boot hands out the
 // --public-url's ws_url, and over the real gateway a message carries the
-// users the session had not been sent (wired to the store-backed
-// directory or the query cache).
+// users the session had not been sent (resolved through the query cache).
 func TestServePublicURLAndJIT(t *testing.T) {
 	p := startParley(t, "--listen", "127.0.0.1:0", "--admin", "off", "--data", t.TempDir(), "--demo",
 		"--public-url", "http://chat.example.test:8080")
