@@ -63,48 +63,7 @@ func TestAuthzMatrixCached(t *testing.T) {
 // paging, search and visibility.
 func TestDirectoryCached(t *testing.T) {
 	e := newCachedEnv(t, sqlstore.SQLite)
-	owner := mustAccount(t, e.store, "owner")
-	ws := mustWorkspace(t, e.store, owner)
-	var members []*account
-	for range 5 {
-		members = append(members, mustAccount(t, e.store, "zed"))
-	}
-	mustJoin(t, e.store, ws, owner, members...)
-	outsider := mustAccount(t, e.store, "zed")
-
-	seen := map[string]bool{}
-	cursor := ""
-	for pages := 0; ; pages++ {
-		if pages > 10 {
-			t.Fatal("paging does not end")
-		}
-		var page parley.UserPage
-		e.must(http.StatusOK, "GET", "/workspaces/"+ws.ID+"/users?limit=2&cursor="+cursor, owner.Token, nil, &page)
-		if len(page.Users) > 2 {
-			t.Fatalf("page of %d users, limit 2", len(page.Users))
-		}
-		for _, u := range page.Users {
-			if seen[u.ID] {
-				t.Errorf("user %s twice", u.ID)
-			}
-			seen[u.ID] = true
-		}
-		if page.NextCursor == "" {
-			break
-		}
-		cursor = page.NextCursor
-	}
-	if len(seen) != 6 || seen[outsider.ID] {
-		t.Errorf("directory saw %d users (outsider %v), want the 6 members", len(seen), seen[outsider.ID])
-	}
-	var found parley.UserPage
-	e.must(http.StatusOK, "GET", "/workspaces/"+ws.ID+"/users?q="+members[2].Handle, owner.Token, nil, &found)
-	if len(found.Users) != 1 || found.Users[0].ID != members[2].ID {
-		t.Errorf("q=%s found %+v", members[2].Handle, found.Users)
-	}
-	e.must(http.StatusNotFound, "GET", "/workspaces/"+ws.ID+"/users", outsider.Token, nil, nil)
-	e.must(http.StatusBadRequest, "GET", "/workspaces/"+ws.ID+"/users?limit=2.5", owner.Token, nil, nil)
-	e.must(http.StatusBadRequest, "GET", "/workspaces/"+ws.ID+"/users?cursor=!!", owner.Token, nil, nil)
+	_, owner, members, outsider := checkDirectory(t, e)
 
 	// /users/batch from the cache: the same visibility as the store's.
 	var out struct{ Users []parley.User }

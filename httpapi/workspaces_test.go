@@ -115,17 +115,20 @@ func TestWorkspacesAndInvites(t *testing.T) {
 	e.must(http.StatusNotFound, "PUT", "/workspaces/"+ws.ID+"/members/"+other.ID+"/role", owner.Token, map[string]string{"role": "member"}, nil)
 }
 
-func TestWorkspaceDirectory(t *testing.T) {
-	e := newEnv(t)
-	owner := mustAccount(t, e.store, "owner")
-	ws := mustWorkspace(t, e.store, owner)
-	var members []*account
+func TestWorkspaceDirectory(t *testing.T) { checkDirectory(t, newEnv(t)) }
+
+// checkDirectory pages, searches and guards a workspace's directory through
+// e (served by the store or by the query cache, which must agree) and
+// returns its fixture for further checks.
+func checkDirectory(t *testing.T, e *env) (ws *parley.Workspace, owner *account, members []*account, outsider *account) {
+	t.Helper()
+	owner = mustAccount(t, e.store, "owner")
+	ws = mustWorkspace(t, e.store, owner)
 	for range 5 {
 		members = append(members, mustAccount(t, e.store, "zed"))
 	}
 	mustJoin(t, e.store, ws, owner, members...)
-	outsider := mustAccount(t, e.store, "zed")
-
+	outsider = mustAccount(t, e.store, "zed")
 	// Page through everyone two at a time.
 	seen := map[string]bool{}
 	cursor := ""
@@ -160,4 +163,6 @@ func TestWorkspaceDirectory(t *testing.T) {
 	}
 	e.must(http.StatusNotFound, "GET", "/workspaces/"+ws.ID+"/users", outsider.Token, nil, nil)
 	e.must(http.StatusBadRequest, "GET", "/workspaces/"+ws.ID+"/users?limit=2.5", owner.Token, nil, nil)
+	e.must(http.StatusBadRequest, "GET", "/workspaces/"+ws.ID+"/users?cursor=!!", owner.Token, nil, nil)
+	return ws, owner, members, outsider
 }
