@@ -143,7 +143,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.timer.Stop()
 		c.helloMu.Unlock()
 		g.connClosed(c)
-		g.log.Debug("gateway upgrade failed", "err", err)
+		g.log.Warn("gateway upgrade failed", "remote", r.RemoteAddr, "err", err)
 		return
 	}
 	c.writeJSON(helloFrame{
