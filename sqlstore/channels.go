@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"parley"
 )
@@ -44,7 +43,6 @@ func (s *Store) CreateChannel(ctx context.Context, actor, workspaceID string, nc
 		if err != nil {
 			return err
 		}
-		normalizeTimes(ch)
 		return nil
 	})
 	if err != nil {
@@ -193,7 +191,7 @@ func (s *Store) ArchiveChannel(ctx context.Context, actor, channelID string) (*p
 			micros(tx.now), ch.WorkspaceID, ch.ID); err != nil {
 			return fmt.Errorf("archive channel: %w", err)
 		}
-		at := dbTime(tx.now)
+		at := tx.now
 		ch.ArchivedAt = &at
 		if err := tx.appendChannelEvent(ctx, ch, parley.EventChannelArchived, actor); err != nil {
 			return err
@@ -222,24 +220,15 @@ func (tx *Tx) appendChannelEvent(ctx context.Context, ch *parley.Channel, typ, a
 	}
 	seq, err := tx.appendEvent(ctx, ch.WorkspaceID, ch.ID, typ, func(seq int64) any {
 		c := *ch
-		c.LastSeq, c.UpdatedAt = seq, dbTime(tx.now)
+		c.LastSeq, c.UpdatedAt = seq, tx.now
 		c.IsMember, c.LastReadSeq = false, 0
 		return parley.ChannelEventData{ChannelID: ch.ID, Seq: seq, Channel: &c, UserID: actor}
 	}, directoryTopics(ch.WorkspaceID, ch.Kind, members)...)
 	if err != nil {
 		return err
 	}
-	ch.LastSeq, ch.UpdatedAt = seq, dbTime(tx.now)
+	ch.LastSeq, ch.UpdatedAt = seq, tx.now
 	return nil
-}
-
-// dbTime is t as the database keeps it (whole microseconds, UTC), so that
-// what a write returns equals what a later read returns.
-func dbTime(t time.Time) time.Time { return fromMicros(micros(t)) }
-
-// normalizeTimes rounds a freshly created channel's times the same way.
-func normalizeTimes(ch *parley.Channel) {
-	ch.CreatedAt, ch.UpdatedAt = dbTime(ch.CreatedAt), dbTime(ch.UpdatedAt)
 }
 
 // channelMemberIDs lists a channel's members, sorted.

@@ -51,7 +51,7 @@ func (s *Store) OpenDM(ctx context.Context, actor, workspaceID string, userIDs [
 				if _, err := tx.addMember(ctx, ch, actor, actor); err != nil {
 					return err
 				}
-				ch.UpdatedAt = dbTime(tx.now)
+				ch.UpdatedAt = tx.now
 			}
 			return nil
 		}
@@ -73,7 +73,6 @@ func (s *Store) OpenDM(ctx context.Context, actor, workspaceID string, userIDs [
 			return err
 		}
 		created = true
-		normalizeTimes(ch)
 		// Every participant's sessions learn of the new conversation. The
 		// payload fits them all: each is a member with nothing unread.
 		topics := make([]string, len(ch.DMUserIDs))

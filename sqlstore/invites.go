@@ -64,7 +64,7 @@ func (s *Store) CreateInvite(ctx context.Context, actor, workspaceID string, p p
 		if err != nil {
 			return err
 		}
-		now := fromMicros(micros(tx.now))
+		now := tx.now
 		inv := &parley.Invite{
 			Code:        code,
 			WorkspaceID: workspaceID,

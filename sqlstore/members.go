@@ -37,7 +37,7 @@ func (s *Store) JoinChannel(ctx context.Context, actor, channelID string) (*parl
 		if _, err := tx.addMember(ctx, ch, actor, actor); err != nil {
 			return err
 		}
-		ch.UpdatedAt = dbTime(tx.now)
+		ch.UpdatedAt = tx.now
 		out = ch
 		return nil
 	})
@@ -105,7 +105,7 @@ func (s *Store) AddMembers(ctx context.Context, actor, channelID string, userIDs
 				return err
 			}
 			if added {
-				ch.UpdatedAt = dbTime(tx.now)
+				ch.UpdatedAt = tx.now
 			}
 		}
 		out = ch

@@ -54,8 +54,8 @@ func (tx *Tx) createChannel(ctx context.Context, nc newChannel) (*parley.Channel
 		Purpose:     nc.purpose,
 		CreatedBy:   nc.creator,
 		MemberCount: int64(len(nc.members)),
-		CreatedAt:   fromMicros(now),
-		UpdatedAt:   fromMicros(now),
+		CreatedAt:   tx.now,
+		UpdatedAt:   tx.now,
 		IsMember:    true,
 	}
 	if nc.dmKey != "" {

@@ -70,7 +70,7 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		if err := parley.ValidateMessageText(nm.Text); err != nil {
 			return refuse(err)
 		}
-		now := fromMicros(micros(tx.now)) // what a later read returns
+		now := tx.now // whole microseconds: what a later read returns
 		m := &parley.Message{
 			ID:           parley.NewID(parley.PrefixMessage),
 			WorkspaceID:  a.ch.WorkspaceID,
@@ -308,7 +308,7 @@ func (s *Store) EditMessage(ctx context.Context, actor, messageID, text string) 
 		if err := parley.ValidateMessageText(text); err != nil {
 			return err
 		}
-		edited := fromMicros(micros(tx.now))
+		edited := tx.now
 		if _, err := tx.ExecContext(ctx,
 			`UPDATE messages SET text = $1, edited_at = $2 WHERE workspace_id = $3 AND id = $4`,
 			text, micros(edited), m.WorkspaceID, m.ID); err != nil {

@@ -84,7 +84,7 @@ func (s *Store) CreateUser(ctx context.Context, nu parley.NewUser) (*parley.User
 		if handleTaken {
 			return parley.Errorf(parley.ECONFLICT, "handle %q is already taken", nu.Handle)
 		}
-		now := fromMicros(micros(tx.now))
+		now := tx.now
 		u := &parley.User{
 			ID:        parley.NewID(parley.PrefixUser),
 			Email:     email,
@@ -180,7 +180,7 @@ func (s *Store) UpdateMe(ctx context.Context, actor string, p parley.UserPatch) 
 		if p.AvatarHash != nil {
 			u.AvatarHash = *p.AvatarHash
 		}
-		u.UpdatedAt = fromMicros(micros(tx.now))
+		u.UpdatedAt = tx.now
 		if _, err := tx.ExecContext(ctx,
 			`UPDATE users SET name = $1, title = $2, avatar_hash = $3, updated_at = $4 WHERE id = $5`,
 			u.Name, u.Title, u.AvatarHash, micros(u.UpdatedAt), actor); err != nil {

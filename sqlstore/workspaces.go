@@ -84,7 +84,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, actor, name, slug string) (
 		if !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("check slug: %w", err)
 		}
-		now := fromMicros(micros(tx.now))
+		now := tx.now
 		w := &parley.Workspace{
 			ID:        parley.NewID(parley.PrefixWorkspace),
 			OrgID:     parley.NewID(parley.PrefixOrg),
