@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"parley"
 )
@@ -21,53 +22,22 @@ func (s *Store) Unpin(ctx context.Context, actor, messageID string) (*parley.Mes
 }
 
 func (s *Store) pin(ctx context.Context, actor, messageID string, pin bool) (*parley.Message, error) {
-	op, typ := "pin message", parley.EventPinAdded
-	if !pin {
-		op, typ = "unpin message", parley.EventPinRemoved
+	op, typ := "unpin message", parley.EventPinRemoved
+	query := `DELETE FROM pins WHERE workspace_id = $1 AND message_id = $2`
+	if pin {
+		op, typ = "pin message", parley.EventPinAdded
+		query = `INSERT INTO pins (workspace_id, message_id, channel_id, pinned_by, pinned_at)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
 	}
-	var out *parley.Message
-	err := s.writeMessage(ctx, op, messageID, func(ctx context.Context, tx *Tx) error {
-		out = nil
-		m, a, err := visibleMessage(ctx, tx, actor, messageID, true)
-		if err != nil {
-			return err
-		}
-		if err := a.requireMember(); err != nil {
-			return err
-		}
-		if err := a.requireActive(); err != nil {
-			return err
-		}
-		query := `DELETE FROM pins WHERE workspace_id = $1 AND message_id = $2`
+	return s.markMessage(ctx, actor, messageID, op, typ, func(m *parley.Message, now time.Time) (string, []any) {
 		args := []any{m.WorkspaceID, m.ID}
 		if pin {
-			query = `INSERT INTO pins (workspace_id, message_id, channel_id, pinned_by, pinned_at)
-				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
-			args = append(args, m.ChannelID, actor, micros(tx.now))
+			args = append(args, m.ChannelID, actor, micros(now))
 		}
-		res, err := tx.ExecContext(ctx, query, args...)
-		if err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		} else if n > 0 {
-			if _, err := tx.appendEvent(ctx, m.WorkspaceID, m.ChannelID, typ, func(seq int64) any {
-				return parley.PinEventData{ChannelID: m.ChannelID, Seq: seq, MessageID: m.ID, UserID: actor}
-			}); err != nil {
-				return err
-			}
-		}
-		if err := decorateOne(ctx, tx, actor, m); err != nil {
-			return err
-		}
-		out = m
-		return nil
+		return query, args
+	}, func(m *parley.Message, seq int64) any {
+		return parley.PinEventData{ChannelID: m.ChannelID, Seq: seq, MessageID: m.ID, UserID: actor}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // ListPins returns a channel's pinned live messages in the order they were

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"parley"
 )
@@ -26,10 +27,31 @@ func (s *Store) react(ctx context.Context, actor, messageID, emoji string, add b
 	if err := parley.ValidateEmoji(emoji); err != nil {
 		return nil, err
 	}
-	op, typ := "add reaction", parley.EventReactionAdded
-	if !add {
-		op, typ = "remove reaction", parley.EventReactionRemoved
+	op, typ := "remove reaction", parley.EventReactionRemoved
+	query := `DELETE FROM reactions WHERE workspace_id = $1 AND message_id = $2 AND emoji = $3 AND user_id = $4`
+	if add {
+		op, typ = "add reaction", parley.EventReactionAdded
+		query = `INSERT INTO reactions (workspace_id, message_id, emoji, user_id, created_at)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
 	}
+	return s.markMessage(ctx, actor, messageID, op, typ, func(m *parley.Message, now time.Time) (string, []any) {
+		args := []any{m.WorkspaceID, m.ID, emoji, actor}
+		if add {
+			args = append(args, micros(now))
+		}
+		return query, args
+	}, func(m *parley.Message, seq int64) any {
+		return parley.ReactionEventData{ChannelID: m.ChannelID, Seq: seq, MessageID: m.ID, Emoji: emoji, UserID: actor}
+	})
+}
+
+// markMessage is the write shared by reactions and pins: a channel member
+// sets or clears a mark on a live message of an active channel. The
+// statement stmt builds is idempotent (an insert that ignores conflicts, or
+// a delete); only when it changed a row is the event of type typ, built by
+// data, appended. It returns the message as actor sees it.
+func (s *Store) markMessage(ctx context.Context, actor, messageID, op, typ string,
+	stmt func(m *parley.Message, now time.Time) (string, []any), data func(m *parley.Message, seq int64) any) (*parley.Message, error) {
 	var out *parley.Message
 	err := s.writeMessage(ctx, op, messageID, func(ctx context.Context, tx *Tx) error {
 		out = nil
@@ -43,13 +65,7 @@ func (s *Store) react(ctx context.Context, actor, messageID, emoji string, add b
 		if err := a.requireActive(); err != nil {
 			return err
 		}
-		query := `DELETE FROM reactions WHERE workspace_id = $1 AND message_id = $2 AND emoji = $3 AND user_id = $4`
-		args := []any{m.WorkspaceID, m.ID, emoji, actor}
-		if add {
-			query = `INSERT INTO reactions (workspace_id, message_id, emoji, user_id, created_at)
-				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
-			args = append(args, micros(tx.now))
-		}
+		query, args := stmt(m, tx.now)
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
@@ -58,7 +74,7 @@ func (s *Store) react(ctx context.Context, actor, messageID, emoji string, add b
 			return fmt.Errorf("%s: %w", op, err)
 		} else if n > 0 {
 			if _, err := tx.appendEvent(ctx, m.WorkspaceID, m.ChannelID, typ, func(seq int64) any {
-				return parley.ReactionEventData{ChannelID: m.ChannelID, Seq: seq, MessageID: m.ID, Emoji: emoji, UserID: actor}
+				return data(m, seq)
 			}); err != nil {
 				return err
 			}
