@@ -17,7 +17,9 @@ import (
 // writes, counted by the database itself), so they run through a Harness.
 
 // LiveSwitch is a parley.LiveConfigSource that a test changes at run time.
-type LiveSwitch struct{ v atomic.Pointer[parley.LiveConfig] }
+type LiveSwitch struct {
+	v atomic.Pointer[parley.LiveConfig]
+}
 
 // NewLiveSwitch returns a switch holding c.
 func NewLiveSwitch(c parley.LiveConfig) *LiveSwitch {
