@@ -41,7 +41,7 @@ type authzFixture struct {
 	// admin's "tada" reaction and a reply by extra (so admin follows its
 	// thread with one unread reply).
 	msgPub, msgPriv, msgSecret *parley.Message
-	invite          string
+	invite                     string
 }
 
 func newAuthzFixture(t *testing.T, st parley.Store) *authzFixture {
