@@ -92,3 +92,30 @@ func TestThreadEventsReachFollowers(t *testing.T) {
 		}
 	}
 }
+
+// TestJITThreadUpdated: a follower who is not in the channel learns of a
+// reply only through thread.updated, so that frame carries its author.
+func TestJITThreadUpdated(t *testing.T) {
+	e, dir := jitEnv(t, nil)
+	a, b, c := e.user("a"), e.user("b"), e.user("c")
+	ws := e.workspace(a, b, c)
+	dir.actor = a.ID
+	ch := e.channel(ws, a, "public", parley.KindPublic)
+	if _, err := e.store.JoinChannel(context.Background(), b.ID, ch.ID); err != nil {
+		t.Fatal(err)
+	}
+	root := e.post(a, ch, "root")
+	if _, err := e.store.FollowThread(context.Background(), c.ID, root.ID); err != nil { // c is not in the channel
+		t.Fatal(err)
+	}
+	cc, _ := e.identify(c, ws)
+	if _, _, err := e.store.PostMessage(context.Background(), b.ID, ch.ID, parley.NewMessage{Text: "hi", ThreadRootID: root.ID}); err != nil {
+		t.Fatal(err)
+	}
+	cc.waitEvents(parley.EventThreadUpdated, 1)
+	var f jitFrame
+	if err := json.Unmarshal(cc.rawEvents(parley.EventThreadUpdated)[0], &f); err != nil {
+		t.Fatal(err)
+	}
+	wantUsers(t, "c's thread.updated", f, b.ID)
+}
