@@ -21,8 +21,8 @@ import (
 
 	"parley"
 	"parley/gateway"
-	"parley/liveconfig"
 	"parley/httpapi"
+	"parley/liveconfig"
 	"parley/natsbus"
 	"parley/nodes"
 	"parley/presence"
