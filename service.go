@@ -305,5 +305,6 @@ type Store interface {
 	DirectoryService
 	BootService
 	ThreadService
+	SettingsService
 	Close() error
 }
