@@ -434,6 +434,9 @@ func testThreadsFlagOff(t *testing.T, h Harness) {
 		t.Fatalf("history with collapsed threads off has %d messages, want the root and two replies", n)
 	}
 	e.wantCounts(t, e.alice, e.ch, 2, 1)
+	if b := mustBoot(t, e.s, e.alice, parley.BootQuery{WorkspaceID: e.ws.ID, ChannelID: e.ch.ID}); len(b.Messages) != 3 {
+		t.Fatalf("one-channel boot with collapsed threads off has %d messages, want 3", len(b.Messages))
+	}
 	if n := len(e.userEvents(e.alice, parley.EventMention)); n != 1 {
 		t.Fatalf("alice got %d mention events, want 1", n)
 	}
@@ -465,6 +468,9 @@ func testThreadsFlagOff(t *testing.T, h Harness) {
 	NoErr(t, err)
 	if n := len(page.Messages); n != 2 {
 		t.Fatalf("history with collapsed threads on has %d messages, want the two roots", n)
+	}
+	if b := mustBoot(t, e.s, e.alice, parley.BootQuery{WorkspaceID: e.ws.ID, ChannelID: e.ch.ID}); len(b.Messages) != 2 {
+		t.Fatalf("one-channel boot with collapsed threads on has %d messages, want the two roots", len(b.Messages))
 	}
 
 	// Off again while bob has an unread thread: reading the channel must
