@@ -84,6 +84,7 @@ func init() {
 	registerHarness("Threads/Visibility", testThreadsVisibility)
 	registerHarness("Threads/MarkChannelReadWritesOnlyChanged", testMarkChannelReadWritesOnlyChanged)
 	registerHarness("Threads/FlagOff", testThreadsFlagOff)
+	registerHarness("Threads/ConcurrentReplies", testThreadsConcurrentReplies)
 	registerHarness("Mentions/EventsAndCap", testMentionsEventsAndCap)
 	register("Reads/ChannelReadReachesOtherDevices", testChannelReadEvent)
 }
@@ -551,4 +552,81 @@ func testChannelReadEvent(t *testing.T, open Opener) {
 		t.Fatalf("channel.read = %+v", d)
 	}
 	chNoTopic(t, evs[0], parley.TopicChannel(e.ch.ID)) // nobody else's business
+}
+
+// testThreadsConcurrentReplies: replies from several posters at once, while
+// the root's author keeps reading the channel, lose no count.
+func testThreadsConcurrentReplies(t *testing.T, h Harness) {
+	e := newThreadEnv(t, h)
+	root := e.post(t, e.alice, e.ch, "root")
+	posters := []*parley.User{e.bob, e.dave, e.owner}
+	const each = 20
+	var wg sync.WaitGroup
+	wg.Add(1)
+	stop := make(chan struct{})
+	readErr := make(chan error, 1)
+	go func() { // alice reads the channel over and over meanwhile
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				readErr <- nil
+				return
+			default:
+			}
+			if _, err := e.s.MarkRead(ctx(t), e.alice.ID, e.ch.ID, 1<<40); err != nil {
+				readErr <- err
+				return
+			}
+		}
+	}()
+	parallel(t, len(posters)*each, func(i int) error {
+		_, _, err := e.s.PostMessage(ctx(t), posters[i%len(posters)].ID, e.ch.ID,
+			parley.NewMessage{Text: fmt.Sprintf("reply %d", i), ThreadRootID: root.ID})
+		return err
+	})
+	close(stop)
+	wg.Wait()
+	NoErr(t, <-readErr)
+	// carol follows now and counts exactly the replies after that.
+	_, err := e.s.FollowThread(ctx(t), e.carol.ID, root.ID)
+	NoErr(t, err)
+	e.reply(t, e.bob, root, "one more")
+	th, ok := e.threads(t, e.carol, false)[root.ID]
+	wantThread(t, "carol", th, ok, 1, 0)
+	if th.ReplyCount != len(posters)*each+1 || len(th.Participants) != len(posters) {
+		t.Fatalf("thread = %d replies, participants %v; want %d and %d distinct", th.ReplyCount, th.Participants, len(posters)*each+1, len(posters))
+	}
+	// Each poster has exactly the replies by others after their own last
+	// one, in seq order (a reply marks the thread read for its poster).
+	var replies []parley.Message
+	for after := int64(0); ; {
+		page, err := e.s.ListReplies(ctx(t), e.alice.ID, root.ID, after, 200)
+		NoErr(t, err)
+		replies = append(replies, page.Messages...)
+		if page.NextCursor == "" {
+			break
+		}
+		after = page.Messages[len(page.Messages)-1].Seq
+	}
+	for _, u := range posters {
+		want := 0
+		for _, r := range replies {
+			if r.UserID == u.ID {
+				want = 0
+			} else {
+				want++
+			}
+		}
+		wantThread(t, u.Handle, e.threads(t, u, false)[root.ID], true, want, 0)
+	}
+	e.markRead(t, e.alice, e.ch, 1<<40)
+	if got := e.threads(t, e.alice, true); len(got) != 0 {
+		t.Fatalf("alice has unread threads after reading the channel: %+v", got)
+	}
+	th2, err := e.s.MarkThreadRead(ctx(t), e.dave.ID, root.ID)
+	NoErr(t, err)
+	if th2.UnreadReplies != 0 || th2.ReplyCount != len(posters)*each+1 {
+		t.Fatalf("dave after reading: %+v", th2)
+	}
 }
