@@ -462,7 +462,7 @@ func testThreadsFlagOff(t *testing.T, h Harness) {
 	e.live.Collapsed(true)
 	root2 := e.post(t, e.bob, e.ch, "root 2")
 	e.markRead(t, e.alice, e.ch, root2.Seq)
-	e.reply(t, e.dave, root2, "threaded")
+	threaded := e.reply(t, e.dave, root2, "threaded")
 	wantThread(t, "bob", e.threads(t, e.bob, true)[root2.ID], true, 1, 0)
 	e.wantCounts(t, e.alice, e.ch, 0, 0)
 	page, err = e.s.ListMessages(ctx(t), e.alice.ID, e.ch.ID, parley.HistoryQuery{})
@@ -480,10 +480,19 @@ func testThreadsFlagOff(t *testing.T, h Harness) {
 	memberWrites = h.RowWrites(t, e.s, "thread_memberships")
 	threadWrites = h.RowWrites(t, e.s, "threads")
 	e.markRead(t, e.bob, e.ch, 1<<40)
-	e.reply(t, e.alice, root2, "while off")
+	whileOff := e.reply(t, e.alice, root2, "while off")
 	if n, m := threadWrites(), memberWrites(); n != 0 || m != 0 {
 		t.Fatalf("collapsed threads off again: wrote %d threads and %d thread_memberships rows", n, m)
 	}
+	// A message keeps how it counted when the setting changes: editing in
+	// a mention counts it in the channel only for a reply that counts there.
+	e.wantCounts(t, e.bob, e.ch, 1, 0)
+	_, err = e.s.EditMessage(ctx(t), e.dave.ID, threaded.ID, "threaded @"+e.bob.Handle)
+	NoErr(t, err)
+	e.wantCounts(t, e.bob, e.ch, 1, 0)
+	_, err = e.s.EditMessage(ctx(t), e.alice.ID, whileOff.ID, "while off @"+e.bob.Handle)
+	NoErr(t, err)
+	e.wantCounts(t, e.bob, e.ch, 1, 1)
 }
 
 func testMentionsEventsAndCap(t *testing.T, h Harness) {
