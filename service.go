@@ -304,5 +304,6 @@ type Store interface {
 	EventService
 	DirectoryService
 	BootService
+	SearchService
 	Close() error
 }
