@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
+
 	"parley"
 )
 
@@ -143,7 +145,10 @@ var pgPunctSpaces = strings.Repeat(" ", utf8.RuneCountInString(pgPunct))
 // The key is created_at and id.
 func (s *Store) searchPostgres(ctx context.Context, page *parley.SearchPage, actor, workspaceID string, role parley.Role,
 	terms []searchTerm, key string, limit int) (string, error) {
-	args := []any{workspaceID, actor, tsQuery(terms), limit + 1, pgPunct, pgPunctSpaces,
+	// Planned afresh for each query (an unnamed statement, not pgx's cached
+	// prepared one): a generic plan, chosen once for every term, would walk
+	// the recency index for rare terms or sort every match of common ones.
+	args := []any{pgx.QueryExecModeExec, workspaceID, actor, tsQuery(terms), limit + 1, pgPunct, pgPunctSpaces,
 		"HighlightAll=true, StartSel=" + parley.HighlightStart + ", StopSel=" + parley.HighlightEnd}
 	cond := ""
 	if key != "" {
