@@ -305,6 +305,7 @@ type Store interface {
 	DirectoryService
 	BootService
 	ThreadService
+	SearchService
 	SettingsService
 	Close() error
 }

@@ -203,6 +203,25 @@ func authzRows() []authzRow {
 					t.Errorf("switcher as %s lists channels %v", principalNames[p], seen)
 				}
 			}},
+		{method: "GET", pattern: "/workspaces/{ws}/search", path: wsA("/search?q=hello"), want: inA,
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				var page parley.SearchPage
+				r.decode(t, &page)
+				var got []string
+				for _, res := range page.Results {
+					got = append(got, res.Message.ID)
+				}
+				// member and admin: the public channel (joined or not) and
+				// the private one they are both in, newest first; the
+				// admin also the private channel only they are in.
+				want := []string{f.msgPriv.ID, f.msgPub.ID}
+				if p == admin {
+					want = append([]string{f.msgSecret.ID}, want...)
+				}
+				if strings.Join(got, ",") != strings.Join(want, ",") {
+					t.Errorf("search as %s found %v, want %v", principalNames[p], got, want)
+				}
+			}},
 		{method: "POST", pattern: "/boot", path: lit("/boot"),
 			body: func(f *authzFixture) any { return map[string]string{"workspace_id": f.wsA.ID} },
 			want: inA,

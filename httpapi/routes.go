@@ -45,6 +45,7 @@ func (s *Server) routes() []route {
 		r(put, "/workspaces/{ws}/members/{user_id}/role", authed, "Change a member's role", s.setMemberRole),
 		r(get, "/workspaces/{ws}/users", authed, "Page through the workspace directory", s.listWorkspaceUsers),
 		r(get, "/workspaces/{ws}/switcher", authed, "Quick switcher: channels and people matching what was typed", s.switcher),
+		r(get, "/workspaces/{ws}/search", authed, "Search the text of the messages the caller may read", s.search),
 
 		// Boot.
 		r(post, "/boot", authed, "The first screen: the caller's channels and DMs with counts, ws_url, limits", s.boot),
