@@ -160,9 +160,15 @@ func (s *Store) searchPostgres(ctx context.Context, page *parley.SearchPage, act
 		cond = ` AND (msg.created_at, msg.id) < ($8, $9)`
 		args = append(args, n, id)
 	}
+	match := `msg.search @@ to_tsquery('simple', $3)`
+	if freq, rows := s.termFrequencies(ctx); walkByRecency(terms, freq, rows, limit) {
+		// Not a condition the GIN index can take (searchstats.go): the
+		// planner walks messages_recent newest first and stops after a page.
+		match = `COALESCE(` + match + `, false)`
+	}
 	inner := `SELECT ` + messageColumns + ` FROM messages msg
 		WHERE msg.workspace_id = $1 AND msg.deleted_at IS NULL
-		  AND msg.search @@ to_tsquery('simple', $3)
+		  AND ` + match + `
 		  AND msg.channel_id IN (` + visibleChannels("$1", "$2", role) + `)` + cond + `
 		ORDER BY msg.created_at DESC, msg.id DESC LIMIT $4`
 	outer := strings.ReplaceAll(messageColumns, "msg.", "p.")

@@ -72,6 +72,7 @@ type Store struct {
 	pub     parley.EventPublisher
 	log     *slog.Logger
 	now     func() time.Time
+	terms   termStats // PostgreSQL's word frequencies for search plans (searchstats.go)
 }
 
 var _ parley.Store = (*Store)(nil)
