@@ -79,6 +79,12 @@ func (s *Server) routes() []route {
 		r(put, "/messages/{id}/pin", authed, "Pin a message", s.pin),
 		r(del, "/messages/{id}/pin", authed, "Unpin a message", s.unpin),
 
+		// Threads (collapsed reply threads).
+		r(get, "/workspaces/{ws}/threads", authed, "The caller's followed threads with unread counts", s.listThreads),
+		r(put, "/threads/{root}/follow", authed, "Follow a thread", s.followThread),
+		r(del, "/threads/{root}/follow", authed, "Stop following a thread", s.unfollowThread),
+		r(post, "/threads/{root}/read", authed, "Mark a thread read", s.markThreadRead),
+
 		// Catch-up.
 		r(get, "/channels/{id}/events", authed, "A page of a channel's durable event log", s.listEvents),
 		r(post, "/sync", authed, "Missed events of many channels", s.sync),
