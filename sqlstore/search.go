@@ -52,6 +52,9 @@ func (s *Store) Search(ctx context.Context, actor, workspaceID string, sq parley
 		last, err = s.searchSQLite(ctx, page, actor, workspaceID, role, terms, key, limit)
 	}
 	if err != nil {
+		if parley.ErrorCode(err) != parley.EINTERNAL {
+			return nil, err
+		}
 		return nil, fmt.Errorf("search: %w", err)
 	}
 	msgs := make([]parley.Message, len(page.Results))
