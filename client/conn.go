@@ -628,6 +628,21 @@ func (c *Conn) Stats() Stats {
 	}
 }
 
+// Drop cuts the live socket as a network failure would (no close frame),
+// and the Conn reconnects and resumes as after any drop. Load tests use it
+// to make many sessions drop at once; it does nothing between sockets.
+func (c *Conn) Drop() {
+	c.mu.Lock()
+	s := c.cur
+	c.mu.Unlock()
+	if s == nil {
+		return
+	}
+	if ws := s.ws.Load(); ws != nil {
+		_ = ws.UnderlayerConn().Close()
+	}
+}
+
 // Focus tells the gateway which channels are on screen (replacing the
 // previous set). The set is kept and sent again after every reconnect.
 func (c *Conn) Focus(channelIDs []string) error {

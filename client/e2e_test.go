@@ -76,16 +76,7 @@ func dial(t *testing.T, u *account, ws *parley.Workspace, opts ConnectOptions) *
 
 // dropSocket cuts the Conn's socket as a network failure would: no close
 // frame.
-func (c *Conn) dropSocket() {
-	c.mu.Lock()
-	s := c.cur
-	c.mu.Unlock()
-	if s != nil {
-		if ws := s.ws.Load(); ws != nil {
-			ws.UnderlayerConn().Close()
-		}
-	}
-}
+func (c *Conn) dropSocket() { c.Drop() }
 
 // holdDials makes the Conn's next dials wait until the returned release is
 // called.
@@ -150,6 +141,11 @@ func TestE2EOrderedDeliveryConcurrentPosters(t *testing.T) {
 		return len(messageSeqs(evs, ch.ID)) == posters*each
 	})
 	checkInOrder(t, e, evs, ch.ID, start[len(start)-1].Seq)
+	for _, ev := range evs {
+		if ev.ChannelID == ch.ID && !ev.Ordered {
+			t.Fatalf("%s#%d of a tracked channel is not marked Ordered", ev.Type, ev.Seq)
+		}
+	}
 	if st := conn.Stats(); st.SGaps != 0 || st.DuplicatesDropped != 0 || st.GapsFilled != 0 {
 		t.Errorf("stats %+v", st)
 	}
@@ -307,4 +303,30 @@ func TestE2ETypingAndMembership(t *testing.T) {
 		t.Errorf("bob got %d messages of a channel he was removed from", n)
 	}
 	checkInOrder(t, e, arec.snapshot(), ch.ID, 1)
+}
+
+func TestE2EBootGivesLastSeqsToDeclare(t *testing.T) {
+	e := newNode(t, nil)
+	alice, bob := e.mustAccount("alice"), e.mustAccount("bob")
+	ws := e.mustWorkspace(alice, bob)
+	ch := e.mustChannel(ws, alice, parley.KindPrivate)
+	if _, err := alice.Client.AddMembers(t.Context(), ch.ID, []string{bob.ID}); err != nil {
+		t.Fatal(err)
+	}
+	e.mustPost(alice, ch, 3)
+	b, err := bob.Client.Boot(t.Context(), parley.BootQuery{WorkspaceID: ws.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]int64{}
+	for _, bc := range b.Channels {
+		declared[bc.ID] = bc.LastSeq
+	}
+	log := e.log(ch.ID, 0)
+	if declared[ch.ID] != log[len(log)-1].Seq || b.WSURL == "" {
+		t.Fatalf("boot channels %+v, ws_url %q; log ends at %d", b.Channels, b.WSURL, log[len(log)-1].Seq)
+	}
+	if _, err := bob.Client.Boot(t.Context(), parley.BootQuery{WorkspaceID: "nope"}); err == nil {
+		t.Fatal("boot of an unknown workspace succeeded")
+	}
 }
