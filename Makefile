@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test bench bench-gateway lint
+.PHONY: run build test bench bench-gateway bench-peer lint
 
 ## run: start Parley with a demo workspace (SQLite in ./data, embedded NATS)
 run:
@@ -29,6 +29,12 @@ bench:
 bench-gateway: build
 	$(GO) run ./bench/gatewaybench -parley bin/parley -sessions 10000 -rate 1 -duration 30s
 	$(GO) run ./bench/gatewaybench -parley bin/parley -sessions 1000 -burst 50 -burst-every 2s -duration 30s
+
+## bench-peer: Parley against Centrifugo v5.4.9 (built from the Go module
+## proxy into ~/.cache/parley-bench the first time), the same fan-out to
+## 1,000 and 10,000 subscribers of one channel (docs/benchmarks.md)
+bench-peer: build
+	$(GO) run ./bench/peer -parley bin/parley -centrifugo-version v5.4.9 -subscribers 1000,10000 -rate 4 -duration 20s -size 200
 
 ## lint: gofmt and go vet
 lint:
