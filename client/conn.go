@@ -41,6 +41,10 @@ type ConnectOptions struct {
 	URLs []string
 	// Header is sent with every upgrade request (an Origin, say).
 	Header http.Header
+	// LocalAddr, an IP address such as "127.0.0.2", is the local address
+	// the sockets leave from (ws:// URLs only); "" lets the system choose.
+	// A load tester spreads many sockets over several addresses this way.
+	LocalAddr string
 	// MinBackoff and MaxBackoff bound the jittered exponential wait between
 	// reconnect attempts (defaults 250 ms and 30 s).
 	MinBackoff, MaxBackoff time.Duration
