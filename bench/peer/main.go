@@ -3,9 +3,9 @@
 // each size:
 //
 //   - deliveries per server CPU-second (the server's utime+stime from
-//     /proc/<pid>/stat over the publishing phase, drain included);
-//   - delivery latency p50/p99/max, from the publish call to the receipt
-//     (the send time is stamped into the 200-byte payload);
+//     /proc/<pid>/stat over a publishing round, drain included);
+//   - delivery latency p50/p99, from the publish call to the receipt (the
+//     send time is stamped into the 200-byte payload);
 //   - RSS per connection: the server's VmRSS with every subscriber
 //     connected and idle, minus its VmRSS before they connected, over the
 //     subscribers;
@@ -16,7 +16,9 @@
 // clients subscribed to bench:room over its JSON protocol), and one
 // publisher posting messages at a fixed rate through each server's HTTP
 // API (Parley: POST a message, which is committed to its store first;
-// Centrifugo: /api/publish, memory only, no history). The subscribers are
+// Centrifugo: /api/publish, memory only, no history), in -rounds rounds
+// on the same connections; the figures are the medians over the rounds
+// (the max latency is the largest of all). The subscribers are
 // lean nbio WebSocket readers (bench/internal/benchkit), the same engine
 // for both servers.
 //
@@ -52,7 +54,8 @@ func main() {
 	flag.StringVar(&servers, "servers", "parley,centrifugo", "servers to measure, in order")
 	flag.StringVar(&sizes, "subscribers", "1000,10000", "subscriber counts, comma-separated")
 	flag.Float64Var(&cfg.Rate, "rate", 4, "messages per second")
-	flag.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long to publish")
+	flag.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long one round publishes")
+	flag.IntVar(&cfg.Rounds, "rounds", 3, "publishing rounds on the same connections (the table gives the medians)")
 	flag.IntVar(&cfg.TextBytes, "size", 200, "bytes of text per message")
 	flag.IntVar(&cfg.ConnectWorkers, "connect-workers", 32, "subscribers connecting at once")
 	flag.IntVar(&cfg.Pollers, "pollers", 1, "the load generator's poller goroutines")

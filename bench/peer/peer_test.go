@@ -36,8 +36,8 @@ func TestRatiosPairBySize(t *testing.T) {
 	Print(&b, Config{Rate: 2, TextBytes: 200, Duration: 20 * time.Second}, results)
 	out := b.String()
 	for _, line := range []string{
-		"| 1000 | 2× | 2× | 0.50× | 0.25× |",
-		"| 10000 | — | 0.50× | 2× | 0.50× |",
+		"| 1000 | 2.00× | 2.00× | 0.50× | 0.25× |",
+		"| 10000 | — | 0.50× | 2.00× | 0.50× |",
 		"| 1000 | centrifugo |",
 	} {
 		if !strings.Contains(out, line) {
@@ -85,6 +85,17 @@ func TestClassifyCentrifugoLines(t *testing.T) {
 	}
 }
 
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
 func TestParseSizes(t *testing.T) {
 	if got, err := parseSizes("1000, 10000"); err != nil || len(got) != 2 || got[0] != 1000 || got[1] != 10000 {
 		t.Fatalf("parseSizes: %v %v", got, err)
@@ -111,7 +122,7 @@ func TestTinyParleyRun(t *testing.T) {
 	const subs = 20
 	results, err := Run(t.Context(), Config{
 		Parley: bin, Servers: []string{"parley"}, Subscribers: []int{subs},
-		Rate: 20, Duration: 250 * time.Millisecond, // 5 messages
+		Rate: 20, Duration: 250 * time.Millisecond, Rounds: 2, // 5 messages a round
 		TextBytes: 200, ConnectWorkers: 4, Settle: 100 * time.Millisecond, Drain: 10 * time.Second,
 	})
 	if err != nil {
@@ -121,8 +132,13 @@ func TestTinyParleyRun(t *testing.T) {
 		t.Fatalf("results %+v", results)
 	}
 	r := results[0]
-	if r.Server != "parley" || r.Messages != 5 || r.Delivered != subs*5 || r.Lost != 0 || r.Duplicates != 0 || r.Drops != 0 {
+	if r.Server != "parley" || r.Rounds != 2 || len(r.PerRound) != 2 || r.Messages != 10 || r.Delivered != subs*10 || r.Lost != 0 || r.Duplicates != 0 || r.Drops != 0 {
 		t.Fatalf("result %+v", r)
+	}
+	for i, rr := range r.PerRound {
+		if rr.Delivered != subs*5 || rr.P50ms <= 0 || rr.P99ms < rr.P50ms || rr.Maxms > r.Maxms {
+			t.Fatalf("round %d: %+v (result %+v)", i+1, rr, r)
+		}
 	}
 	if r.P50ms <= 0 || r.P99ms < r.P50ms || r.ServerCPUSeconds < 0 || r.RSSBaseBytes <= 0 {
 		t.Fatalf("implausible measurements %+v", r)

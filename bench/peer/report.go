@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 )
 
 // Ratio is Parley's figure over Centrifugo's at one size.
@@ -63,8 +62,8 @@ func ratio(a, b float64) float64 {
 
 // Print writes the results and the ratios as Markdown tables.
 func Print(w io.Writer, cfg Config, results []Result) {
-	fmt.Fprintf(w, "fan-out to one channel: %.4g messages/s of %d bytes for %s, published over each server's HTTP API\n\n",
-		cfg.Rate, cfg.TextBytes, cfg.Duration)
+	fmt.Fprintf(w, "fan-out to one channel: %.4g messages/s of %d bytes, published over each server's HTTP API, %d round(s) of %s; medians over the rounds\n\n",
+		cfg.Rate, cfg.TextBytes, max(cfg.Rounds, 1), cfg.Duration)
 	fmt.Fprintln(w, "| subscribers | server | delivered | lost / dup / drops | server CPU-s | deliveries / CPU-s | p50 | p99 | max | RSS / connection | connect | load avg |")
 	fmt.Fprintln(w, "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, r := range results {
@@ -89,5 +88,5 @@ func x(v float64) string {
 	if v == 0 {
 		return "—"
 	}
-	return strings.TrimSuffix(fmt.Sprintf("%.2f", v), ".00") + "×"
+	return fmt.Sprintf("%.2f×", v)
 }

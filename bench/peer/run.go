@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,13 +22,14 @@ import (
 
 // Config is one comparison run.
 type Config struct {
-	Parley         string   // path of the parley binary
-	Centrifugo     string   // path of the centrifugo binary ("" when Servers lacks it)
-	Servers        []string // "parley", "centrifugo", in the order they run
-	Subscribers    []int    // sizes: subscribers of the one channel
-	Rate           float64  // messages per second, both servers
-	Duration       time.Duration
-	TextBytes      int // message size
+	Parley         string        // path of the parley binary
+	Centrifugo     string        // path of the centrifugo binary ("" when Servers lacks it)
+	Servers        []string      // "parley", "centrifugo", in the order they run
+	Subscribers    []int         // sizes: subscribers of the one channel
+	Rate           float64       // messages per second, both servers
+	Duration       time.Duration // of one round
+	Rounds         int           // publishing rounds on the same connections; medians are reported
+	TextBytes      int           // message size
 	ConnectWorkers int
 	Pollers        int // the load generator's poller goroutines
 	ReadBuffer     int
@@ -40,7 +42,8 @@ type Config struct {
 type Result struct {
 	Server      string `json:"server"`
 	Subscribers int    `json:"subscribers"`
-	Messages    int    `json:"messages"`
+	Rounds      int    `json:"rounds"`
+	Messages    int    `json:"messages"` // over all rounds
 
 	Expected   int64 `json:"expected_deliveries"`
 	Delivered  int64 `json:"delivered"`
@@ -50,16 +53,28 @@ type Result struct {
 
 	ConnectSeconds   float64 `json:"connect_seconds"`
 	PublishP50ms     float64 `json:"publish_p50_ms"`
-	ServerCPUSeconds float64 `json:"server_cpu_seconds"` // publishing phase, drain included
+	ServerCPUSeconds float64 `json:"server_cpu_seconds"` // all rounds, drains included
+	// The medians over the rounds, and the largest latency of all.
 	DeliveriesPerCPU float64 `json:"deliveries_per_cpu_second"`
 	P50ms            float64 `json:"p50_ms"`
 	P99ms            float64 `json:"p99_ms"`
 	Maxms            float64 `json:"max_ms"`
+	PerRound         []Round `json:"rounds_detail"`
 
 	RSSBaseBytes      int64      `json:"rss_base_bytes"`
 	RSSConnectedBytes int64      `json:"rss_connected_bytes"`
 	RSSPerConn        float64    `json:"rss_per_connection_bytes"`
 	LoadAvg           [2]float64 `json:"loadavg"`
+}
+
+// Round is one publishing round on the same connections.
+type Round struct {
+	Delivered        int64   `json:"delivered"`
+	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
+	DeliveriesPerCPU float64 `json:"deliveries_per_cpu_second"`
+	P50ms            float64 `json:"p50_ms"`
+	P99ms            float64 `json:"p99_ms"`
+	Maxms            float64 `json:"max_ms"`
 }
 
 // stampPrefix starts every benchmark message's text.
@@ -223,7 +238,8 @@ func measure(ctx context.Context, cfg Config, t target, n int) (*Result, error) 
 		return nil, err
 	}
 	messages := max(1, int(cfg.Duration.Seconds()*cfg.Rate))
-	rec := newRecorder(messages, n)
+	res.Rounds = max(cfg.Rounds, 1)
+	rec := newRecorder(messages*res.Rounds, n)
 	subs := make([]subscriber, n)
 	got := make([]*counts, n)
 	for i := range got {
@@ -246,44 +262,86 @@ func measure(ctx context.Context, cfg Config, t target, n int) (*Result, error) 
 	}
 	res.RSSPerConn = float64(res.RSSConnectedBytes-res.RSSBaseBytes) / float64(n)
 
-	cpu0, err := p.CPUTime()
-	if err != nil {
-		return nil, err
-	}
 	res.LoadAvg[0] = benchkit.LoadAvg()
-	pubLat, err := publishAll(ctx, cfg, t, messages)
-	if err != nil {
-		return nil, err
-	}
-	res.Messages = len(pubLat)
-	res.PublishP50ms = benchkit.Percentile(pubLat, 50)
-	res.Expected = int64(res.Messages) * int64(n)
-	deadline := time.Now().Add(cfg.Drain)
-	for rec.delivered.Load() < res.Expected && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
-	cpu1, err := p.CPUTime()
-	if err != nil {
-		return nil, err
+	var pubLat []int64
+	for r := range res.Rounds {
+		rr, lat, err := round(ctx, cfg, t, rec, r*messages, messages, n)
+		if err != nil {
+			return nil, fmt.Errorf("round %d: %w", r+1, err)
+		}
+		res.PerRound = append(res.PerRound, rr)
+		pubLat = append(pubLat, lat...)
 	}
 	res.LoadAvg[1] = benchkit.LoadAvg()
-	res.ServerCPUSeconds = (cpu1 - cpu0).Seconds()
 
 	closeAll(subs) // every handler has returned once this is done
+	res.Messages = len(pubLat)
+	res.Expected = int64(res.Messages) * int64(n)
 	res.Lost, res.Duplicates = tally(got, res.Messages)
 	for _, s := range subs {
 		res.Drops += s.drops()
 	}
 	res.Delivered = rec.delivered.Load()
-	if res.ServerCPUSeconds > 0 {
-		res.DeliveriesPerCPU = float64(res.Delivered) / res.ServerCPUSeconds
+	res.PublishP50ms = benchkit.Percentile(pubLat, 50)
+	var perCPU, p50, p99 []float64
+	for _, rr := range res.PerRound {
+		res.ServerCPUSeconds += rr.ServerCPUSeconds
+		perCPU, p50, p99 = append(perCPU, rr.DeliveriesPerCPU), append(p50, rr.P50ms), append(p99, rr.P99ms)
+		res.Maxms = max(res.Maxms, rr.Maxms)
+	}
+	res.DeliveriesPerCPU, res.P50ms, res.P99ms = median(perCPU), median(p50), median(p99)
+	return res, nil
+}
+
+// round publishes messages first.. first+messages-1 and waits for their
+// deliveries; it measures the server's CPU time over the round (drain
+// included) and the round's latencies.
+func round(ctx context.Context, cfg Config, t target, rec *recorder, first, messages, n int) (Round, []int64, error) {
+	var rr Round
+	cpu0, err := t.proc().CPUTime()
+	if err != nil {
+		return rr, nil, err
+	}
+	before := rec.delivered.Load()
+	pubLat, err := publishAll(ctx, cfg, t, first, messages)
+	if err != nil {
+		return rr, nil, err
+	}
+	want := before + int64(len(pubLat))*int64(n)
+	deadline := time.Now().Add(cfg.Drain)
+	for rec.delivered.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cpu1, err := t.proc().CPUTime()
+	if err != nil {
+		return rr, nil, err
+	}
+	rr.Delivered = rec.delivered.Load() - before
+	rr.ServerCPUSeconds = (cpu1 - cpu0).Seconds()
+	if rr.ServerCPUSeconds > 0 {
+		rr.DeliveriesPerCPU = float64(rr.Delivered) / rr.ServerCPUSeconds
 	}
 	var lat []int64
-	for i, l := range rec.lat {
+	for i := first; i < first+messages; i++ {
+		l := rec.lat[i]
 		lat = append(lat, l[:min(rec.latN[i].Load(), int64(len(l)))]...)
 	}
-	res.P50ms, res.P99ms, res.Maxms = benchkit.Percentile(lat, 50), benchkit.Percentile(lat, 99), benchkit.Percentile(lat, 100)
-	return res, nil
+	rr.P50ms, rr.P99ms, rr.Maxms = benchkit.Percentile(lat, 50), benchkit.Percentile(lat, 99), benchkit.Percentile(lat, 100)
+	return rr, pubLat, nil
+}
+
+// median is the middle value (the mean of the two middle ones for an even
+// count); 0 for none.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // connectAll opens every subscriber, ConnectWorkers at a time.
@@ -339,12 +397,12 @@ func closeAll(subs []subscriber) {
 
 // publishAll publishes messages at cfg.Rate, one after another, and
 // returns each publish call's latency (ns).
-func publishAll(ctx context.Context, cfg Config, t target, messages int) ([]int64, error) {
+func publishAll(ctx context.Context, cfg Config, t target, first, messages int) ([]int64, error) {
 	tick := time.NewTicker(time.Duration(float64(time.Second) / cfg.Rate))
 	defer tick.Stop()
 	lat := make([]int64, 0, messages)
-	for i := range messages {
-		if i > 0 {
+	for i := first; i < first+messages; i++ {
+		if i > first {
 			select {
 			case <-tick.C:
 			case <-ctx.Done():
