@@ -34,7 +34,7 @@ bench-gateway: build
 ## proxy into ~/.cache/parley-bench the first time), the same fan-out to
 ## 1,000 and 10,000 subscribers of one channel (docs/benchmarks.md)
 bench-peer: build
-	$(GO) run ./bench/peer -parley bin/parley -centrifugo-version v5.4.9 -subscribers 1000,10000 -rate 4 -duration 20s -rounds 3 -size 200
+	$(GO) run ./bench/peer -parley bin/parley -centrifugo-version v5.4.9 -subscribers 1000,10000 -rate 2 -duration 20s -rounds 3 -size 200
 
 ## lint: gofmt and go vet
 lint:

@@ -53,7 +53,7 @@ func main() {
 	flag.StringVar(&goBin, "go", "go", "the go command that builds centrifugo")
 	flag.StringVar(&servers, "servers", "parley,centrifugo", "servers to measure, in order")
 	flag.StringVar(&sizes, "subscribers", "1000,10000", "subscriber counts, comma-separated")
-	flag.Float64Var(&cfg.Rate, "rate", 4, "messages per second")
+	flag.Float64Var(&cfg.Rate, "rate", 2, "messages per second")
 	flag.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long one round publishes")
 	flag.IntVar(&cfg.Rounds, "rounds", 3, "publishing rounds on the same connections (the table gives the medians)")
 	flag.IntVar(&cfg.TextBytes, "size", 200, "bytes of text per message")
