@@ -127,7 +127,7 @@ func (r *Result) HTML(w io.Writer) error {
 		conns, errs = append(conns, float64(p.Conns)), append(errs, float64(p.Errors))
 	}
 	charts := []template.HTML{
-		svgChart("Delivery latency (post → receipt) per second", "ms", xs, []series{
+		svgChart("Delivery latency (post or join → receipt) per second", "ms", xs, []series{
 			{"p50", "#1f77b4", p50}, {"p90", "#2ca02c", p90}, {"p99", "#ff7f0e", p99}, {"max", "#d62728", mx}}),
 		svgChart("Deliveries per second", "events/s", xs, []series{{"deliveries", "#1f77b4", dels}}),
 		svgChart("Actions sent per second", "actions/s", xs, []series{{"sent", "#9467bd", posts}}),

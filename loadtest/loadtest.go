@@ -103,7 +103,7 @@ func (c *Config) Defaults() {
 	if c.Procs <= 0 {
 		c.Procs = 1
 	}
-	if c.Watchers <= 0 {
+	if c.Watchers <= 0 && c.Users > 0 { // with a seed, once Users is known
 		c.Watchers = max(1, min(50, c.Users/10))
 	}
 	if c.Rate <= 0 {
@@ -185,6 +185,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	plan.BaseURL = cfg.URL
 	if cfg.Users == 0 {
 		cfg.Users = len(plan.Users)
+		cfg.Defaults()
 		if cfg.Scenario == ScenarioJoinSpike && cfg.Watchers >= cfg.Users {
 			return nil, fmt.Errorf("join-spike: --watchers (%d) must be fewer than the users (%d)", cfg.Watchers, cfg.Users)
 		}

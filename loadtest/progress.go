@@ -18,8 +18,12 @@ type Progress struct {
 }
 
 func (r *runner) progress() Progress {
+	lat := r.deliveryHist.Sparse()
+	if len(lat) == 0 {
+		lat = r.joinHist.Sparse() // join-spike measures joins
+	}
 	return Progress{Conns: r.rec.Conns.Load(), Dials: r.rec.Dials.Load(), Deliveries: r.rec.Deliveries.Load(),
-		Posts: r.rec.Posts.Load(), Errors: r.rec.Errors.Load(), Latency: r.deliveryHist.Sparse()}
+		Posts: r.rec.Posts.Load(), Errors: r.rec.Errors.Load(), Latency: lat}
 }
 
 // isTerminal reports whether w is a character device (a TTY).

@@ -110,7 +110,7 @@ func (d HistData) Summarize() Summary {
 type second struct {
 	deliveries atomic.Int64 // durable events received (any source)
 	posts      atomic.Int64 // actions sent (messages, joins, reactions…)
-	latency    Hist         // post → delivery of live messages
+	latency    Hist         // action → delivery of live messages and joins
 
 	mu     sync.Mutex
 	errors map[string]int64 // guarded by mu
@@ -171,8 +171,9 @@ func (r *Recorder) Hist(name string) *Hist {
 	return h
 }
 
-// Delivery records a received durable event; lat > 0 is the post →
-// delivery latency of a live message.
+// Delivery records a received durable event; when live, lat is its
+// action → delivery latency (a message's post, a member's join), recorded
+// in the second's timeline and in all.
 func (r *Recorder) Delivery(now time.Time, lat time.Duration, live bool, all *Hist) {
 	r.Deliveries.Add(1)
 	s := r.sec(now)

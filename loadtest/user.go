@@ -105,6 +105,7 @@ func (u *user) handle(ev client.Event) {
 	}
 	live := ev.Source == client.SourceGateway
 	var lat time.Duration
+	hist := r.deliveryHist
 	measured := false
 	switch ev.Type {
 	case parley.EventMessageCreated:
@@ -113,13 +114,13 @@ func (u *user) handle(ev client.Event) {
 		}
 	case parley.EventMemberJoined:
 		if v, ok := r.joinStarts.Load(userIDOf(ev.Data)); ok && live {
-			r.joinHist.Record(now.Sub(v.(time.Time)))
+			lat, measured, hist = now.Sub(v.(time.Time)), true, r.joinHist
 		}
 	}
-	if ev.Source != client.SourceGateway {
+	if !live {
 		r.caughtUp.Add(1)
 	}
-	r.rec.Delivery(now, lat, measured, r.deliveryHist)
+	r.rec.Delivery(now, lat, measured, hist)
 }
 
 // onState follows the Conn's session.
