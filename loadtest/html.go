@@ -41,7 +41,9 @@ func svgChart(title, unit string, xs []float64, ss []series) template.HTML {
 	var ymax, xmax float64
 	for _, s := range ss {
 		for _, y := range s.ys {
-			ymax = max(ymax, y)
+			if !math.IsNaN(y) {
+				ymax = max(ymax, y)
+			}
 		}
 	}
 	for _, x := range xs {
@@ -69,11 +71,22 @@ func svgChart(title, unit string, xs []float64, ss []series) template.HTML {
 		if len(s.ys) == 0 {
 			continue
 		}
+		// NaN marks a second without data: the line breaks there.
 		var pts []string
+		flush := func() {
+			if len(pts) > 0 {
+				fmt.Fprintf(&sb, `<polyline fill="none" stroke="%s" stroke-width="1.6" points="%s"/>`, s.color, strings.Join(pts, " "))
+			}
+			pts = pts[:0]
+		}
 		for j, y := range s.ys {
+			if math.IsNaN(y) {
+				flush()
+				continue
+			}
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xs[j]), py(y)))
 		}
-		fmt.Fprintf(&sb, `<polyline fill="none" stroke="%s" stroke-width="1.6" points="%s"/>`, s.color, strings.Join(pts, " "))
+		flush()
 		lx := l + 10 + float64(i)*110
 		fmt.Fprintf(&sb, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" font-size="11">%s</text>`,
 			lx, t+6, s.color, lx+14, t+15, html.EscapeString(s.name))
@@ -122,7 +135,12 @@ func (r *Result) HTML(w io.Writer) error {
 	var p50, p90, p99, mx, dels, posts, conns, errs []float64
 	for i, p := range r.Timeline {
 		xs[i] = float64(p.T)
-		p50, p90, p99, mx = append(p50, p.P50), append(p90, p.P90), append(p99, p.P99), append(mx, p.Max)
+		if p.Measured == 0 {
+			nan := math.NaN()
+			p50, p90, p99, mx = append(p50, nan), append(p90, nan), append(p99, nan), append(mx, nan)
+		} else {
+			p50, p90, p99, mx = append(p50, p.P50), append(p90, p.P90), append(p99, p.P99), append(mx, p.Max)
+		}
 		dels, posts = append(dels, float64(p.Deliveries)), append(posts, float64(p.Posts))
 		conns, errs = append(conns, float64(p.Conns)), append(errs, float64(p.Errors))
 	}
@@ -135,8 +153,8 @@ func (r *Result) HTML(w io.Writer) error {
 		svgChart("Errors per second", "errors/s", xs, []series{{"errors", "#d62728", errs}}),
 	}
 	rows := []kv{
-		{"sizes", fmt.Sprintf("%d users, %d channels, connect %.0f/s, rate %.0f/s, %d posters, %.0f s, %d-byte messages, %d procs, %d source addresses, seeded %v",
-			r.Sizes.Users, r.Sizes.Channels, r.Sizes.ConnectRate, r.Sizes.Rate, r.Sizes.Posters, r.Sizes.DurationS, r.Sizes.TextBytes, r.Sizes.Procs, r.Sizes.SourceIPs, r.Sizes.Seeded)},
+		{"sizes", fmt.Sprintf("%d users, %d channels, connect %.0f/s, rate %.0f/s, %d posters, %.0f s, %d-byte messages, %d procs, %s, seeded %v",
+			r.Sizes.Users, r.Sizes.Channels, r.Sizes.ConnectRate, r.Sizes.Rate, r.Sizes.Posters, r.Sizes.DurationS, r.Sizes.TextBytes, r.Sizes.Procs, sourceText(r.Sizes.SourceIPs), r.Sizes.Seeded)},
 		{"setup / run", fmt.Sprintf("%.1f s / %.1f s", r.SetupSeconds, r.RunSeconds)},
 		{"peak live sessions", fmt.Sprint(r.PeakConns)},
 		{"actions sent", fmt.Sprint(r.Posts)},
@@ -156,4 +174,11 @@ func (r *Result) HTML(w io.Writer) error {
 		errors = append(errors, kv{k, fmt.Sprint(r.Errors[k])})
 	}
 	return reportTmpl.Execute(w, map[string]any{"R": r, "Rows": rows, "Charts": charts, "Errors": errors})
+}
+
+func sourceText(n int) string {
+	if n == 0 {
+		return "system-chosen source address"
+	}
+	return fmt.Sprintf("%d source addresses", n)
 }

@@ -124,7 +124,7 @@ func TestHTMLReportIsSelfContainedSVG(t *testing.T) {
 		Latency: map[string]Summary{"delivery": {Count: 3, P50: 1, P90: 2, P99: 3, Max: 4}},
 		Errors:  map[string]int64{"post: <script>": 1}}
 	for i := range 5 {
-		r.Timeline = append(r.Timeline, Point{T: i, Deliveries: int64(100 * i), Conns: 10, P99: float64(i)})
+		r.Timeline = append(r.Timeline, Point{T: i, Deliveries: int64(100 * i), Conns: 10, P99: float64(i), Measured: uint64(i % 3)})
 	}
 	var buf bytes.Buffer
 	if err := r.HTML(&buf); err != nil {

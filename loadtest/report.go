@@ -68,15 +68,18 @@ type Sizes struct {
 
 // Point is one second of the timeline.
 type Point struct {
-	T          int     `json:"t"`
-	Deliveries int64   `json:"deliveries"`
-	Posts      int64   `json:"posts"`
-	Conns      int64   `json:"conns"`
-	Errors     int64   `json:"errors"`
-	P50        float64 `json:"p50_ms"`
-	P90        float64 `json:"p90_ms"`
-	P99        float64 `json:"p99_ms"`
-	Max        float64 `json:"max_ms"`
+	T          int   `json:"t"`
+	Deliveries int64 `json:"deliveries"`
+	Posts      int64 `json:"posts"`
+	Conns      int64 `json:"conns"`
+	Errors     int64 `json:"errors"`
+	// Latency of the second's live deliveries; Measured is how many there
+	// were (the percentiles are 0 without any).
+	Measured uint64  `json:"measured"`
+	P50      float64 `json:"p50_ms"`
+	P90      float64 `json:"p90_ms"`
+	P99      float64 `json:"p99_ms"`
+	Max      float64 `json:"max_ms"`
 }
 
 func buildResult(cfg *Config, plan *Plan, parts []*Part, setup time.Duration) *Result {
@@ -104,7 +107,9 @@ func buildResult(cfg *Config, plan *Plan, parts []*Part, setup time.Duration) *R
 	}
 	res.Pass = res.Lost == 0 && res.Duplicated == 0 && res.OutOfOrder == 0 && res.Connected == res.Users
 	for k, h := range d.Hists {
-		res.Latency[k] = h.Summarize()
+		if h.Count() > 0 {
+			res.Latency[k] = h.Summarize()
+		}
 	}
 	res.Errors, res.Extra = d.Errors, d.Extra
 	var busy int
@@ -114,6 +119,7 @@ func buildResult(cfg *Config, plan *Plan, parts []*Part, setup time.Duration) *R
 			pt.Errors += n
 		}
 		if len(s.Latency) > 0 {
+			pt.Measured = s.Latency.Count()
 			pt.P50, pt.P90, pt.P99, pt.Max = s.Latency.Quantile(0.5), s.Latency.Quantile(0.9), s.Latency.Quantile(0.99), s.Latency.Quantile(1)
 		}
 		res.Timeline = append(res.Timeline, pt)
@@ -140,7 +146,7 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "\nparley loadtest %s against %s — %s\n", r.Scenario, r.URL, verdict)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, f string, a ...any) { fmt.Fprintf(tw, "  %s\t"+f+"\n", append([]any{k}, a...)...) }
-	row("users connected", "%d of %d (peak %d live sessions, %d procs, %d source addresses)", r.Connected, r.Users, r.PeakConns, r.Sizes.Procs, max(r.Sizes.SourceIPs, 1))
+	row("users connected", "%d of %d (peak %d live sessions, %d procs, %s)", r.Connected, r.Users, r.PeakConns, r.Sizes.Procs, sourceText(r.Sizes.SourceIPs))
 	row("setup / run", "%.1f s / %.1f s", r.SetupSeconds, r.RunSeconds)
 	row("actions sent", "%d", r.Posts)
 	row("deliveries", "%d (%.0f/s mean, %d/s peak; %d by catch-up)", r.Deliveries, r.DeliveriesPerSecond, r.PeakDeliveries, r.CaughtUp)
