@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
+	"github.com/lesismal/nbio/logging"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -77,7 +80,11 @@ func newLoadtestCmd() *cobra.Command {
 					o.cfg.Exec = append(o.cfg.Exec, "--"+f.Name+"="+f.Value.String())
 				})
 			}
-			res, err := loadtest.Run(cmd.Context(), o.cfg)
+			// The client engine's start and stop lines are noise here.
+			logging.SetLevel(logging.LevelError)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, err := loadtest.Run(ctx, o.cfg)
 			if err != nil {
 				return err
 			}
