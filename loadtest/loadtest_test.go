@@ -91,6 +91,10 @@ func TestDataMergeAcrossProcesses(t *testing.T) {
 	a.Delivery(start.Add(1500*time.Millisecond), 10*time.Millisecond, true, a.Hist("delivery"))
 	b.Delivery(start.Add(2500*time.Millisecond), 30*time.Millisecond, true, b.Hist("delivery"))
 	b.Error(start.Add(2500*time.Millisecond), "post: rate_limited")
+	a.SetExtra("storm_all_back_s", 2)
+	b.SetExtra("storm_all_back_s", 3)
+	a.SetExtra("storm_dropped", 5)
+	b.SetExtra("storm_dropped", 7)
 	d := a.Data()
 	d.Merge(b.Data())
 	if len(d.Seconds) != 3 || d.Seconds[2].Conns != 12 || d.Seconds[0].Conns != 12 {
@@ -98,6 +102,9 @@ func TestDataMergeAcrossProcesses(t *testing.T) {
 	}
 	if d.Seconds[1].Deliveries != 1 || d.Seconds[2].Deliveries != 1 || d.Seconds[2].Errors["post: rate_limited"] != 1 {
 		t.Fatalf("seconds %+v", d.Seconds)
+	}
+	if d.Extra["storm_all_back_s"] != 3 || d.Extra["storm_dropped"] != 12 {
+		t.Fatalf("extra %v: times are maxima, counts add", d.Extra)
 	}
 	if s := d.Hists["delivery"].Summarize(); s.Count != 2 || s.Max < 30 || s.P50 > 11 {
 		t.Fatalf("delivery %+v", s)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -331,7 +332,11 @@ func (d *Data) Merge(o Data) {
 		d.Extra = map[string]float64{}
 	}
 	for k, v := range o.Extra {
-		// Scenario figures are maxima (the slowest process decides).
-		d.Extra[k] = max(d.Extra[k], v)
+		// Times ("_s") are maxima: the slowest process decides; counts add.
+		if strings.HasSuffix(k, "_s") {
+			d.Extra[k] = max(d.Extra[k], v)
+		} else {
+			d.Extra[k] += v
+		}
 	}
 }
