@@ -160,6 +160,7 @@ func (r *Result) HTML(w io.Writer) error {
 		{"actions sent", fmt.Sprint(r.Posts)},
 		{"deliveries", fmt.Sprintf("%d (%.0f/s mean, %d/s peak, %d by catch-up)", r.Deliveries, r.DeliveriesPerSecond, r.PeakDeliveries, r.CaughtUp)},
 		{"checked streams", fmt.Sprint(r.Checked)},
+		{"ephemeral events (typing, presence)", fmt.Sprint(r.Ephemeral)},
 		{"resumes / fresh identifies / gap fills", fmt.Sprintf("%d / %d / %d", r.Client.Resumes, r.Client.InvalidSessions, r.Client.GapsFilled)},
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Latency)) {

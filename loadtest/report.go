@@ -150,6 +150,9 @@ func (r *Result) Print(w io.Writer) {
 	row("setup / run", "%.1f s / %.1f s", r.SetupSeconds, r.RunSeconds)
 	row("actions sent", "%d", r.Posts)
 	row("deliveries", "%d (%.0f/s mean, %d/s peak; %d by catch-up)", r.Deliveries, r.DeliveriesPerSecond, r.PeakDeliveries, r.CaughtUp)
+	if r.Ephemeral > 0 {
+		row("ephemeral events", "%d (typing, presence)", r.Ephemeral)
+	}
 	row("lost / duplicated / out of order", "%d / %d / %d over %d checked streams", r.Lost, r.Duplicated, r.OutOfOrder, r.Checked)
 	row("resumes / fresh identifies / gap fills", "%d / %d / %d", r.Client.Resumes, r.Client.InvalidSessions, r.Client.GapsFilled)
 	for _, k := range []string{"delivery", "connect", "boot", "reconnect", "join_delivery", "join_api", "post"} {

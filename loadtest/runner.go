@@ -412,7 +412,13 @@ func (r *runner) steadyAction(u *user, emojis []string) {
 	if len(chans) == 0 {
 		return
 	}
+	// #general holds everyone: most talk happens in smaller channels.
 	ch := chans[rand.IntN(len(chans))]
+	if ch == r.plan.General && len(chans) > 1 && rand.IntN(10) != 0 {
+		for ch == r.plan.General {
+			ch = chans[rand.IntN(len(chans))]
+		}
+	}
 	root, _ := r.roots.Load(ch)
 	rootID, _ := root.(string)
 	bg := context.Background()
