@@ -41,8 +41,10 @@ func runLoadtest(t *testing.T, p *proc, args ...string) (*loadtest.Result, strin
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
-	if strings.Contains(string(html), "http://") && strings.Contains(string(html), "<script src") {
-		t.Error("report.html loads external assets")
+	for _, ref := range []string{"src=", "href=", "<script", "<link", "@import"} {
+		if strings.Contains(string(html), ref) {
+			t.Errorf("report.html has %q: it must be self-contained", ref)
+		}
 	}
 	if !strings.Contains(stdout.String(), "lost / duplicated / out of order") || !strings.Contains(stderr.String(), "conns=") {
 		t.Errorf("no summary table or progress lines:\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
