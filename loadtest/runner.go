@@ -337,14 +337,14 @@ func (r *runner) joinSpike(ctx context.Context) error {
 		}
 	}
 	return r.loadPhase(ctx, func(lctx context.Context) func() {
-		var wg sync.WaitGroup
+		var wg, joins sync.WaitGroup
 		sem := make(chan struct{}, 256)
 		t0 := time.Now()
 		wg.Go(func() {
 			pace(lctx, r.share(r.cfg.Rate), len(joiners), func(i int) {
 				sem <- struct{}{}
 				u := joiners[i]
-				wg.Go(func() {
+				joins.Go(func() {
 					defer func() { <-sem }()
 					now := time.Now()
 					r.joinStarts.Store(u.id, now)
@@ -356,11 +356,10 @@ func (r *runner) joinSpike(ctx context.Context) error {
 					r.rec.Hist("join_api").Record(time.Since(now))
 				})
 			})
+			joins.Wait()
+			r.rec.SetExtra("joins_done_s", time.Since(t0).Seconds())
 		})
-		return func() {
-			wg.Wait()
-			r.rec.SetExtra("joins_sent_s", time.Since(t0).Seconds())
-		}
+		return wg.Wait
 	})
 }
 
