@@ -73,6 +73,13 @@ func (c *checker) observe(ch string, seq int64) (dup, outOfOrder bool) {
 	return false, outOfOrder
 }
 
+// reset forgets everything (a user whose connection failed).
+func (c *checker) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.chans, c.dups, c.ooo = nil, 0, 0
+}
+
 // maxes returns each channel's highest received seq.
 func (c *checker) maxes() map[string]int64 {
 	c.mu.Lock()

@@ -193,6 +193,8 @@ func (u *user) connect(ctx context.Context) error {
 		LocalAddr: r.localAddr(u.idx),
 	})
 	if err != nil {
+		// A user who never connected is counted as such, not as losses.
+		u.chk.reset()
 		r.rec.Error(time.Now(), "connect"+codeSuffix(err))
 		return fmt.Errorf("connect: %w", err)
 	}
