@@ -47,9 +47,9 @@ lint:
 ## (loadtest/run-seeded.sh); reports in out/loadtest/<scenario>/. Minutes
 ## of both cores: not part of `make test`.
 loadtest: build
-	loadtest/run-seeded.sh 5000 10 --scenario big-team-boot --connect-rate 250 --rate 5 --duration 20s --procs 2 --source-ips 127.0.0.1-127.0.0.4 --out out/loadtest/big-team-boot
-	loadtest/run-seeded.sh 5000 10 --scenario reconnect-storm --connect-rate 500 --rate 5 --storm-after 10s --duration 40s --catch-up 60s --procs 2 --source-ips 127.0.0.1-127.0.0.4 --out out/loadtest/reconnect-storm
-	loadtest/run-seeded.sh 5000 10 --scenario hot-channel --connect-rate 500 --rate 5 --duration 30s --procs 2 --source-ips 127.0.0.1-127.0.0.4 --out out/loadtest/hot-channel-5000
-	loadtest/run-seeded.sh 1000 10 --scenario hot-channel --connect-rate 500 --rate 20 --duration 30s --out out/loadtest/hot-channel-1000
+	loadtest/run-seeded.sh 5000 10 --scenario big-team-boot --connect-rate 250 --rate 1 --duration 20s --procs 2 --source-ips 127.0.0.1-127.0.0.4 --out out/loadtest/big-team-boot
+	loadtest/run-seeded.sh 5000 10 --scenario reconnect-storm --connect-rate 500 --rate 2 --storm-after 10s --duration 40s --catch-up 60s --procs 2 --source-ips 127.0.0.1-127.0.0.4 --out out/loadtest/reconnect-storm
+	loadtest/run-seeded.sh 5000 10 --scenario hot-channel --connect-rate 500 --rate 2 --duration 30s --procs 2 --source-ips 127.0.0.1-127.0.0.4 --out out/loadtest/hot-channel-5000
+	loadtest/run-seeded.sh 1000 10 --scenario hot-channel --connect-rate 500 --rate 10 --duration 30s --out out/loadtest/hot-channel-1000
 	loadtest/run-seeded.sh 1000 10 --scenario join-spike --connect-rate 500 --watchers 50 --rate 50 --duration 30s --out out/loadtest/join-spike
 	loadtest/run-seeded.sh 3000 30 --scenario steady --connect-rate 500 --rate 100 --duration 30s --out out/loadtest/steady
