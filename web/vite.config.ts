@@ -59,6 +59,7 @@ export default defineConfig({
 		root: here,
 		include: ['client/test/**/*.test.ts', 'app/src/**/*.test.ts'],
 		environment: 'node',
+		globalSetup: ['client/test/global-setup.ts'],
 		testTimeout: 15000,
 	},
 });

@@ -200,10 +200,14 @@ export class Gateway {
 		this.onSocketGone(CLIENT_RECONNECT_CODE, 0);
 	}
 
-	/** Start handling a channel's events from lastSeq (events at or below it are duplicates). */
+	/**
+	 * Start handling a channel's events after lastSeq (events at or below it
+	 * are duplicates). A channel already tracked keeps its own position: a
+	 * boot that ran meanwhile must not skip events the catch-up still has to
+	 * deliver.
+	 */
 	trackChannel(channelId: string, lastSeq: number): void {
-		const cur = this.tracked.get(channelId);
-		if (cur === undefined || lastSeq > cur) this.tracked.set(channelId, lastSeq);
+		if (!this.tracked.has(channelId)) this.tracked.set(channelId, lastSeq);
 	}
 
 	untrackChannel(channelId: string): void {

@@ -1027,14 +1027,17 @@ export class Session {
 		const d = ev.d;
 		const self = this.s.self?.id;
 		const ch = d.channel_id;
-		if (ch && typeof d.seq === 'number' && this.s.channelsById[ch] && d.seq > this.s.channelsById[ch].last_seq) {
+		// The channel's last seq before this event: counts from a boot already
+		// include events up to it (a catch-up may deliver them again).
+		const prevLast = ch ? (this.s.channelsById[ch]?.last_seq ?? 0) : 0;
+		if (ch && typeof d.seq === 'number' && this.s.channelsById[ch] && d.seq > prevLast) {
 			this.patchChannel(ch, { last_seq: d.seq });
 		}
 		switch (ev.t) {
 			case 'message.created': {
 				const m = d.message;
 				if (!m) return;
-				this.onMessageCreated(m, ev.source);
+				this.onMessageCreated(m, ev.source, typeof d.seq === 'number' && d.seq <= prevLast);
 				return;
 			}
 			case 'message.updated':
@@ -1121,7 +1124,7 @@ export class Session {
 		}
 	}
 
-	private onMessageCreated(m: Message, source: ParleyEvent['source']): void {
+	private onMessageCreated(m: Message, source: ParleyEvent['source'], counted: boolean): void {
 		const self = this.s.self;
 		const c = this.s.channelsById[m.channel_id];
 		const mine = !!self && m.user_id === self.id;
@@ -1144,7 +1147,7 @@ export class Session {
 		} else if (!m.thread_root_id) {
 			if (looking) {
 				this.scheduleRead(m.channel_id, 500);
-			} else if (m.seq > c.last_read_seq) {
+			} else if (m.seq > c.last_read_seq && !counted) {
 				patch.unread_count = c.unread_count + 1;
 				if (mentions(m.text, self?.handle)) patch.mention_count = c.mention_count + 1;
 			}
