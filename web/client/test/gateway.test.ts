@@ -189,6 +189,19 @@ describe('Gateway', () => {
 		expect((srv.requestsTo('/api/v1/sync')[1].body as { channels: Record<string, number> }).channels).toEqual({ C1: 1, C2: 0 });
 	});
 
+	it('does not let a later trackChannel skip events the catch-up must deliver', async () => {
+		for (let i = 0; i < 5; i++) srv.appendMessage('C1', `m${i}`);
+		srv.holdSync = true;
+		const h = connect({ C1: 5 });
+		await srv.waitFor(() => srv.requestsTo('/api/v1/sync').length === 1, 'sync requested');
+		for (let i = 5; i < 8; i++) srv.appendMessage('C1', `m${i}`);
+		// A boot answering meanwhile says the channel is at 8.
+		h.gw.trackChannel('C1', 8);
+		srv.releaseSync();
+		await ready(h);
+		expect(h.seqs('C1')).toEqual([6, 7, 8]);
+	});
+
 	it('pages /events for a channel /sync calls too_far, and forgets channels it calls not_found', async () => {
 		srv.syncMax = 2;
 		srv.eventsPage = 4;
