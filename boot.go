@@ -90,7 +90,18 @@ type Boot struct {
 	// users up (from the query cache when it has one).
 	UserIDs []string `json:"-"`
 
+	// Threads summarises the caller's followed threads (collapsed
+	// threads): read from the thread memberships, never from messages.
+	Threads *ThreadsSummary `json:"threads,omitempty"`
+
 	WSURL  string         `json:"ws_url"`
 	Limits *BootLimits    `json:"limits,omitempty"`
 	Prefs  map[string]any `json:"prefs"`
+}
+
+// ThreadsSummary is boot's view of the threads list: how many followed
+// threads have unread replies, and the unread mentions in them.
+type ThreadsSummary struct {
+	UnreadThreads  int64 `json:"unread_threads"`
+	UnreadMentions int64 `json:"unread_mentions"`
 }

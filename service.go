@@ -304,5 +304,8 @@ type Store interface {
 	EventService
 	DirectoryService
 	BootService
+	ThreadService
+	SearchService
+	SettingsService
 	Close() error
 }

@@ -34,6 +34,24 @@ type Thread struct {
 	Root           *Message  `json:"root,omitempty"`
 }
 
+// ThreadEventData is the payload of thread.updated, thread.followed,
+// thread.unfollowed and thread.read, sent on one user's topic: the thread
+// with that user's own counts, and for thread.updated the reply that
+// changed it.
+type ThreadEventData struct {
+	Thread  *Thread  `json:"thread"`
+	Message *Message `json:"message,omitempty"`
+}
+
+// MentionEventData is the payload of mention, sent on the mentioned user's
+// topic: the message that mentions them, and its thread's root if it is a
+// reply.
+type MentionEventData struct {
+	ChannelID    string   `json:"channel_id"`
+	ThreadRootID string   `json:"thread_root_id,omitempty"`
+	Message      *Message `json:"message"`
+}
+
 // ThreadQuery filters and pages a user's followed threads, most recently
 // replied first.
 type ThreadQuery struct {

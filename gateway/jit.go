@@ -124,9 +124,17 @@ func (j *jitUsers) idOf(n uint32) string {
 	return j.ids[n-1]
 }
 
-// carriesUsers reports whether events of type typ get just-in-time users.
+// carriesUsers reports whether events of type typ get just-in-time users:
+// the message events, and thread.updated, which carries a reply to
+// followers who may not be members of its channel. (mention goes only to
+// members, who get the message itself, users and all, on the channel; and
+// being one event per mentioned user it would cost a lookup each.)
 func carriesUsers(typ string) bool {
-	return typ == parley.EventMessageCreated || typ == parley.EventMessageUpdated
+	switch typ {
+	case parley.EventMessageCreated, parley.EventMessageUpdated, parley.EventThreadUpdated:
+		return true
+	}
+	return false
 }
 
 // prepare builds the events of evs (a catch-up read) and resolves their

@@ -37,10 +37,11 @@ type authzFixture struct {
 	// admin, with member and extra. secret: private, admin only. dm: admin
 	// and member.
 	pub, priv, secret, dm *parley.Channel
-	// msgPub and msgPriv are admin's; msgPriv is pinned and has admin's
-	// "tada" reaction.
-	msgPub, msgPriv *parley.Message
-	invite          string
+	// msgPub, msgPriv and msgSecret are admin's; msgPriv is pinned, has
+	// admin's "tada" reaction and a reply by extra (so admin follows its
+	// thread with one unread reply).
+	msgPub, msgPriv, msgSecret *parley.Message
+	invite                     string
 }
 
 func newAuthzFixture(t *testing.T, st parley.Store) *authzFixture {
@@ -70,6 +71,10 @@ func newAuthzFixture(t *testing.T, st parley.Store) *authzFixture {
 	if _, err := st.AddReaction(ctx, adm.ID, f.msgPriv.ID, "tada"); err != nil {
 		t.Fatalf("react: %v", err)
 	}
+	if _, _, err := st.PostMessage(ctx, f.extra.ID, f.priv.ID, parley.NewMessage{Text: "a reply", ThreadRootID: f.msgPriv.ID}); err != nil {
+		t.Fatalf("reply: %v", err)
+	}
+	f.msgSecret = mustPost(t, st, adm, f.secret, "hello secret")
 	dm, _, err := st.OpenDM(ctx, adm.ID, f.wsA.ID, []string{f.users[member].ID})
 	if err != nil {
 		t.Fatalf("open dm: %v", err)
@@ -129,6 +134,10 @@ func authzRows() []authzRow {
 	dm := func(f *authzFixture) *parley.Channel { return f.dm }
 	msgPub := func(f *authzFixture) *parley.Message { return f.msgPub }
 	msgPriv := func(f *authzFixture) *parley.Message { return f.msgPriv }
+	thread := func(pick func(f *authzFixture) *parley.Message, suffix string) func(*authzFixture) string {
+		return func(f *authzFixture) string { return "/threads/" + pick(f).ID + suffix }
+	}
+	msgSecret := func(f *authzFixture) *parley.Message { return f.msgSecret }
 	wsA := func(suffix string) func(*authzFixture) string {
 		return func(f *authzFixture) string { return "/workspaces/" + f.wsA.ID + suffix }
 	}
@@ -192,6 +201,20 @@ func authzRows() []authzRow {
 				// Private channels only for their members; DMs through their people.
 				if !seen[f.pub.ID] || !seen[f.priv.ID] || seen[f.secret.ID] != (p == admin) || seen[f.dm.ID] {
 					t.Errorf("switcher as %s lists channels %v", principalNames[p], seen)
+				}
+			}},
+		{method: "GET", pattern: "/workspaces/{ws}/search", path: wsA("/search?q=hello"), want: inA,
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				var page parley.SearchPage
+				r.decode(t, &page)
+				var got []string
+				for _, res := range page.Results {
+					got = append(got, res.Message.ID)
+				}
+				// member and admin: the public channel (joined or not) and
+				// the private one they are both in, newest first.
+				if len(got) != 2 || got[0] != f.msgPriv.ID || got[1] != f.msgPub.ID {
+					t.Errorf("search as %s found %v, want [%s %s]", principalNames[p], got, f.msgPriv.ID, f.msgPub.ID)
 				}
 			}},
 		{method: "POST", pattern: "/boot", path: lit("/boot"),
@@ -313,6 +336,24 @@ func authzRows() []authzRow {
 		{method: "DELETE", pattern: "/messages/{id}/reactions/{emoji}", path: msg(msgPriv, "/reactions/tada"), want: inA},
 		{method: "PUT", pattern: "/messages/{id}/pin", path: msg(msgPriv, "/pin"), want: inA},
 		{method: "DELETE", pattern: "/messages/{id}/pin", path: msg(msgPriv, "/pin"), want: inA},
+
+		{method: "GET", pattern: "/workspaces/{ws}/threads", path: wsA("/threads?unread=true"), want: inA,
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				var page parley.ThreadPage
+				r.decode(t, &page)
+				// admin follows the private thread (its root's author); member does not.
+				if p == admin && (len(page.Threads) != 1 || page.Threads[0].RootID != f.msgPriv.ID || page.Threads[0].UnreadReplies != 1) ||
+					p == member && len(page.Threads) != 0 {
+					t.Errorf("threads as %s: %+v", principalNames[p], page.Threads)
+				}
+			}},
+		{method: "PUT", pattern: "/threads/{root}/follow", variant: "private", path: thread(msgPriv, "/follow"), want: inA},
+		{method: "PUT", pattern: "/threads/{root}/follow", variant: "public, not joined", path: thread(msgPub, "/follow"), want: inA},
+		{method: "PUT", pattern: "/threads/{root}/follow", variant: "secret", path: thread(msgSecret, "/follow"), want: adminOnly},
+		{method: "DELETE", pattern: "/threads/{root}/follow", path: thread(msgPriv, "/follow"), want: inA},
+		{method: "DELETE", pattern: "/threads/{root}/follow", variant: "secret", path: thread(msgSecret, "/follow"), want: adminOnly},
+		{method: "POST", pattern: "/threads/{root}/read", path: thread(msgPriv, "/read"), want: inA},
+		{method: "POST", pattern: "/threads/{root}/read", variant: "secret", path: thread(msgSecret, "/read"), want: adminOnly},
 
 		{method: "GET", pattern: "/channels/{id}/events", variant: "private", path: ch(priv, "/events"), want: inA},
 		{method: "GET", pattern: "/channels/{id}/events", variant: "public", path: ch(pub, "/events"), want: inA},

@@ -45,6 +45,7 @@ func (s *Server) routes() []route {
 		r(put, "/workspaces/{ws}/members/{user_id}/role", authed, "Change a member's role", s.setMemberRole),
 		r(get, "/workspaces/{ws}/users", authed, "Page through the workspace directory", s.listWorkspaceUsers),
 		r(get, "/workspaces/{ws}/switcher", authed, "Quick switcher: channels and people matching what was typed", s.switcher),
+		r(get, "/workspaces/{ws}/search", authed, "Search the text of the messages the caller may read", s.search),
 
 		// Boot.
 		r(post, "/boot", authed, "The first screen: the caller's channels and DMs with counts, ws_url, limits", s.boot),
@@ -77,6 +78,12 @@ func (s *Server) routes() []route {
 		r(del, "/messages/{id}/reactions/{emoji}", authed, "Remove the caller's reaction", s.removeReaction),
 		r(put, "/messages/{id}/pin", authed, "Pin a message", s.pin),
 		r(del, "/messages/{id}/pin", authed, "Unpin a message", s.unpin),
+
+		// Threads (collapsed reply threads).
+		r(get, "/workspaces/{ws}/threads", authed, "The caller's followed threads with unread counts", s.listThreads),
+		r(put, "/threads/{root}/follow", authed, "Follow a thread", s.followThread),
+		r(del, "/threads/{root}/follow", authed, "Stop following a thread", s.unfollowThread),
+		r(post, "/threads/{root}/read", authed, "Mark a thread read", s.markThreadRead),
 
 		// Catch-up.
 		r(get, "/channels/{id}/events", authed, "A page of a channel's durable event log", s.listEvents),

@@ -125,6 +125,9 @@ func (s *Store) boot(ctx context.Context, rq querier, actor string, q parley.Boo
 		return cmp.Or(y.UpdatedAt.Compare(x.UpdatedAt), cmp.Compare(x.ID, y.ID))
 	})
 	b.Version = base64.RawURLEncoding.EncodeToString(version)
+	if b.Threads, err = threadsSummary(ctx, rq, actor, ws.ID); err != nil {
+		return nil, err
+	}
 	if since != nil {
 		slices.Sort(all)
 		b.ChannelIDs = append([]string{}, all...)

@@ -190,10 +190,39 @@ func (s *Store) ListMembers(ctx context.Context, actor, channelID, cursor string
 
 // MarkRead moves actor's read marker forward to seq, clamped to the
 // channel's last seq; it never moves back. When it moves, actor's other
-// sessions hear of it on their user topic.
+// sessions hear of it on their user topic. With collapsed threads on it
+// also clears actor's unread threads in the channel, writing only the
+// thread memberships that have something unread (threads.go).
 func (s *Store) MarkRead(ctx context.Context, actor, channelID string, seq int64) (*parley.ReadState, error) {
-	var rs *parley.ReadState
+	var rs *readState
+	collapsed := s.live().CollapsedThreads
 	err := s.write(ctx, "mark read", func(ctx context.Context, tx *Tx) error {
+		rs = nil
+		if err := s.markRead(ctx, tx, actor, channelID, seq, &rs); err != nil {
+			return err
+		}
+		if collapsed {
+			if _, err := tx.readChannelThreads(ctx, rs.workspaceID, channelID, actor); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &rs.ReadState, nil
+}
+
+// readState is MarkRead's answer with the channel's workspace.
+type readState struct {
+	parley.ReadState
+	workspaceID string
+}
+
+// markRead moves the channel read marker (see MarkRead) and sets *out.
+func (s *Store) markRead(ctx context.Context, tx *Tx, actor, channelID string, seq int64, out **readState) error {
+	{
 		a, err := loadChannel(ctx, tx, actor, channelID)
 		if err != nil {
 			return err
@@ -223,25 +252,22 @@ func (s *Store) MarkRead(ctx context.Context, actor, channelID string, seq int64
 			if err := tx.clearMentions(ctx, ch.WorkspaceID, ch.ID, actor, to); err != nil {
 				return err
 			}
-			rs = &parley.ReadState{ChannelID: ch.ID, LastReadSeq: to}
+			*out = &readState{parley.ReadState{ChannelID: ch.ID, LastReadSeq: to}, ch.WorkspaceID}
 			return tx.emit(ch.WorkspaceID, parley.EventChannelRead,
 				parley.ReadEventData{ChannelID: ch.ID, LastReadSeq: to}, parley.TopicUser(actor))
 		}
 		// Not moved: answer with the marker as it is now (it may have moved
 		// past the one loadChannel saw).
-		rs = &parley.ReadState{ChannelID: ch.ID}
+		rs := &readState{parley.ReadState{ChannelID: ch.ID}, ch.WorkspaceID}
 		err = tx.QueryRowContext(ctx,
 			`SELECT last_read_seq FROM channel_members WHERE workspace_id = $1 AND channel_id = $2 AND user_id = $3`,
 			ch.WorkspaceID, ch.ID, actor).Scan(&rs.LastReadSeq)
 		if err != nil {
 			return fmt.Errorf("read marker: %w", err)
 		}
+		*out = rs
 		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	return rs, nil
 }
 
 // checkWorkspaceUsers returns EINVALID naming the first of ids that is not

@@ -42,6 +42,7 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		msg     *parley.Message
 		created bool
 	)
+	cfg := s.live() // once per write: a change applies from the next write
 	err := s.writeChannel(ctx, "post message", channelID, func(ctx context.Context, tx *Tx) error {
 		msg, created = nil, false // fn runs again when PostgreSQL retries
 		a, err := loadChannel(ctx, tx, actor, channelID)
@@ -70,6 +71,9 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		if err := parley.ValidateMessageText(nm.Text); err != nil {
 			return refuse(err)
 		}
+		if err := checkBroadcast(a, nm.Text, cfg); err != nil {
+			return refuse(err)
+		}
 		now := tx.now // whole microseconds: what a later read returns
 		m := &parley.Message{
 			ID:           parley.NewID(parley.PrefixMessage),
@@ -82,8 +86,9 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 			ThreadRootID: nm.ThreadRootID,
 			Reactions:    []parley.Reaction{},
 		}
+		var root *threadRoot
 		if m.ThreadRootID != "" {
-			if err := tx.countReply(ctx, a.ch, m.ThreadRootID); err != nil {
+			if root, err = tx.countReply(ctx, a.ch, m.ThreadRootID); err != nil {
 				if parley.ErrorCode(err) != parley.EINTERNAL {
 					return refuse(err)
 				}
@@ -97,7 +102,7 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 			return err
 		}
 		var ord sql.NullInt64 // its number among the channel's counted messages (unread.go)
-		if countsInChannel(m) {
+		if countsInChannel(m, cfg.CollapsedThreads) {
 			if ord.Int64, err = tx.numberMessage(ctx, m.WorkspaceID, m.ChannelID); err != nil {
 				return err
 			}
@@ -113,10 +118,19 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 			}
 			return fmt.Errorf("insert message: %w", err)
 		}
+		var mentioned []string
 		if ord.Valid {
-			if err := tx.countPost(ctx, m, ord.Int64); err != nil {
+			if mentioned, err = tx.countPost(ctx, m, ord.Int64); err != nil {
 				return err
 			}
+		}
+		if root != nil && cfg.CollapsedThreads {
+			if mentioned, err = tx.threadReply(ctx, a.ch, root, m); err != nil {
+				return err
+			}
+		}
+		if err := tx.emitMentions(m, mentioned); err != nil {
+			return err
 		}
 		msg, created = m, true
 		return nil
@@ -159,26 +173,38 @@ func postedBefore(ctx context.Context, q querier, actor, channelID, clientMsgID 
 	return m, nil
 }
 
+// threadRoot is what a reply needs to know of its root.
+type threadRoot struct {
+	ID        string
+	UserID    string // its author
+	CreatedAt int64  // micros
+}
+
 // countReply checks that rootID is a live top-level message of ch and counts
 // one more reply on it, in one statement that also locks the root.
-func (tx *Tx) countReply(ctx context.Context, ch *parley.Channel, rootID string) error {
-	res, err := tx.ExecContext(ctx,
+func (tx *Tx) countReply(ctx context.Context, ch *parley.Channel, rootID string) (*threadRoot, error) {
+	root := &threadRoot{ID: rootID}
+	err := tx.QueryRowContext(ctx,
 		`UPDATE messages SET reply_count = reply_count + 1, last_reply_at = $1
-		 WHERE id = $2 AND channel_id = $3 AND thread_root_id IS NULL AND deleted_at IS NULL`,
-		micros(tx.now), rootID, ch.ID)
-	if err != nil {
-		return fmt.Errorf("count reply: %w", err)
+		 WHERE id = $2 AND channel_id = $3 AND thread_root_id IS NULL AND deleted_at IS NULL
+		 RETURNING user_id, created_at`,
+		micros(tx.now), rootID, ch.ID).Scan(&root.UserID, &root.CreatedAt)
+	if err == nil {
+		return root, nil
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("count reply: %w", err)
-	} else if n == 1 {
-		return nil
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("count reply: %w", err)
 	}
+	return nil, explainRoot(ctx, tx, ch, rootID)
+}
+
+// explainRoot says why rootID cannot take a reply in ch.
+func explainRoot(ctx context.Context, tx *Tx, ch *parley.Channel, rootID string) error {
 	// Say why the root was refused.
 	var chID string
 	var parent sql.NullString
 	var deleted sql.NullInt64
-	err = tx.QueryRowContext(ctx,
+	err := tx.QueryRowContext(ctx,
 		`SELECT channel_id, thread_root_id, deleted_at FROM messages WHERE id = $1`, rootID).
 		Scan(&chID, &parent, &deleted)
 	switch {
@@ -211,8 +237,12 @@ func (s *Store) ListMessages(ctx context.Context, actor, channelID string, hq pa
 		return nil, err
 	}
 	limit := parley.ClampLimit(hq.Limit)
-	const top = `SELECT ` + messageColumns + ` FROM messages msg
+	top := `SELECT ` + messageColumns + ` FROM messages msg
 		WHERE msg.channel_id = $1 AND msg.thread_root_id IS NULL AND msg.deleted_at IS NULL`
+	if !s.live().CollapsedThreads { // replies show inline
+		top = `SELECT ` + messageColumns + ` FROM messages msg
+		WHERE msg.channel_id = $1 AND msg.deleted_at IS NULL`
+	}
 	var (
 		msgs []parley.Message
 		err  error
@@ -293,6 +323,7 @@ func (s *Store) GetMessage(ctx context.Context, actor, messageID string) (*parle
 // text is recorded like any other edit.
 func (s *Store) EditMessage(ctx context.Context, actor, messageID, text string) (*parley.Message, error) {
 	var out *parley.Message
+	cfg := s.live()
 	err := s.writeMessage(ctx, "edit message", messageID, func(ctx context.Context, tx *Tx) error {
 		out = nil
 		m, a, err := visibleMessage(ctx, tx, actor, messageID, true)
@@ -308,6 +339,9 @@ func (s *Store) EditMessage(ctx context.Context, actor, messageID, text string) 
 		if err := parley.ValidateMessageText(text); err != nil {
 			return err
 		}
+		if err := checkBroadcast(a, text, cfg); err != nil {
+			return err
+		}
 		edited := tx.now
 		if _, err := tx.ExecContext(ctx,
 			`UPDATE messages SET text = $1, edited_at = $2 WHERE workspace_id = $3 AND id = $4`,
@@ -315,11 +349,11 @@ func (s *Store) EditMessage(ctx context.Context, actor, messageID, text string) 
 			return fmt.Errorf("update message: %w", err)
 		}
 		m.Text, m.EditedAt = text, &edited
-		if countsInChannel(m) { // the mentions follow the new text
+		if countsInChannel(m, cfg.CollapsedThreads) { // the mentions follow the new text
 			if err := tx.forgetMentions(ctx, m); err != nil {
 				return err
 			}
-			if err := tx.recordMentions(ctx, m); err != nil {
+			if _, err := tx.recordMentions(ctx, m); err != nil {
 				return err
 			}
 		}
@@ -352,6 +386,7 @@ func (s *Store) EditMessage(ctx context.Context, actor, messageID, text string) 
 // and message.deleted is appended. The user_id of the event is who deleted
 // it. Replies of a deleted root stay where they are.
 func (s *Store) DeleteMessage(ctx context.Context, actor, messageID string) error {
+	cfg := s.live()
 	return s.writeMessage(ctx, "delete message", messageID, func(ctx context.Context, tx *Tx) error {
 		m, a, err := visibleMessage(ctx, tx, actor, messageID, true)
 		if err != nil {
@@ -369,6 +404,11 @@ func (s *Store) DeleteMessage(ctx context.Context, actor, messageID string) erro
 				 WHERE workspace_id = $1 AND id = $2 AND reply_count > 0`,
 				m.WorkspaceID, m.ThreadRootID); err != nil {
 				return fmt.Errorf("uncount reply: %w", err)
+			}
+			if cfg.CollapsedThreads {
+				if err := tx.uncountThreadReply(ctx, m); err != nil {
+					return err
+				}
 			}
 		}
 		if _, err := tx.ExecContext(ctx,

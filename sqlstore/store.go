@@ -51,6 +51,10 @@ type Config struct {
 	// about one channel or message (default 8; negative: none, every write
 	// its own transaction); see writeChannel.
 	WriteLanes int
+	// LiveConfig gives the live configuration (collapsed threads, the
+	// @channel member cap), read once per write that depends on it. Nil:
+	// parley.DefaultLiveConfig().
+	LiveConfig parley.LiveConfigSource
 }
 
 // Dialect names the database behind a Store.
@@ -72,13 +76,14 @@ type Store struct {
 	pub     parley.EventPublisher
 	log     *slog.Logger
 	now     func() time.Time
+	liveCfg parley.LiveConfigSource
 }
 
 var _ parley.Store = (*Store)(nil)
 
 // Open opens (and migrates) the database named by cfg.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	s := &Store{pub: cfg.Publisher, log: cfg.Logger, now: cfg.Now}
+	s := &Store{pub: cfg.Publisher, log: cfg.Logger, now: cfg.Now, liveCfg: cfg.LiveConfig}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -99,6 +104,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// live returns the live configuration now.
+func (s *Store) live() parley.LiveConfig {
+	if s.liveCfg == nil {
+		return parley.DefaultLiveConfig()
+	}
+	return s.liveCfg.LiveConfig()
 }
 
 // Dialect says which database the store runs on.

@@ -32,13 +32,51 @@ import (
 //     the message drops them, so the table holds about the unread mentions.
 //
 // Gaps, on purpose for now: @here counts like @channel (the store does not
-// know who is online); mentions in replies are left to thread read state.
+// know who is online). With collapsed threads on, mentions in replies count
+// in the thread memberships instead (threads.go).
 
 // countsInChannel reports whether a new message counts in its channel's
-// unread and mention counts: top-level messages do; replies count in their
-// thread instead. This is the one place to change for inline replies
-// (collapsed threads off).
-func countsInChannel(m *parley.Message) bool { return m.ThreadRootID == "" }
+// unread and mention counts: top-level messages do; with collapsed threads
+// on (the live configuration, read once per write) replies count in their
+// thread instead, and with it off they count in the channel like any other
+// message. This is the one place that decides.
+func countsInChannel(m *parley.Message, collapsed bool) bool {
+	return m.ThreadRootID == "" || !collapsed
+}
+
+// isBroadcast reports whether a mention handle is one of the words that
+// reach the whole channel.
+func isBroadcast(h string) bool { return h == "channel" || h == "here" || h == "everyone" }
+
+// mentionsOf splits the mentions of text into whether it has a broadcast
+// (@channel, @here, @everyone) and the named handles, at most
+// maxMentionHandles of them.
+func mentionsOf(text string) (broadcast bool, handles []string) {
+	for _, h := range parley.Mentions(text) {
+		switch {
+		case isBroadcast(h):
+			broadcast = true
+		case len(handles) < maxMentionHandles:
+			handles = append(handles, h)
+		}
+	}
+	return broadcast, handles
+}
+
+// checkBroadcast refuses @channel, @here and @everyone from a non-admin in
+// a channel with more members than the live configuration's cap (0: no
+// cap), as large teams expect.
+func checkBroadcast(a *channelAccess, text string, cfg parley.LiveConfig) error {
+	limit := cfg.ChannelMentionMaxMembers
+	if limit <= 0 || a.ch.MemberCount <= int64(limit) || a.role.IsAdmin() {
+		return nil
+	}
+	if b, _ := mentionsOf(text); !b {
+		return nil
+	}
+	return parley.Errorf(parley.EFORBIDDEN,
+		"@channel, @here and @everyone need a workspace admin in channels of more than %d members", limit)
+}
 
 // maxMentionHandles bounds the @handles of one message that are looked up.
 const maxMentionHandles = 256
@@ -57,42 +95,38 @@ func (tx *Tx) numberMessage(ctx context.Context, workspaceID, channelID string) 
 }
 
 // countPost does a new counted message's bookkeeping: the poster has read
-// the channel up to their own post, and its mentions are recorded.
-func (tx *Tx) countPost(ctx context.Context, m *parley.Message, ord int64) error {
+// the channel up to their own post, and its mentions are recorded. It
+// returns the ids of the members the message mentions.
+func (tx *Tx) countPost(ctx context.Context, m *parley.Message, ord int64) ([]string, error) {
 	if _, err := tx.ExecContext(ctx,
 		`UPDATE channel_members SET last_read_seq = $1, read_ord = $2
 		 WHERE workspace_id = $3 AND channel_id = $4 AND user_id = $5 AND last_read_seq < $1`,
 		m.Seq, ord, m.WorkspaceID, m.ChannelID, m.UserID); err != nil {
-		return fmt.Errorf("mark own post read: %w", err)
+		return nil, fmt.Errorf("mark own post read: %w", err)
 	}
 	return tx.recordMentions(ctx, m)
 }
 
 // recordMentions writes a mentions row for every member of the message's
 // channel that it mentions, its author excepted: everyone for @channel,
-// @here and @everyone, else the members whose handles it names.
-func (tx *Tx) recordMentions(ctx context.Context, m *parley.Message) error {
-	handles := parley.Mentions(m.Text)
-	if len(handles) == 0 {
-		return nil
+// @here and @everyone, else the members whose handles it names. It returns
+// the ids of those members.
+func (tx *Tx) recordMentions(ctx context.Context, m *parley.Message) ([]string, error) {
+	broadcast, names := mentionsOf(m.Text)
+	if broadcast {
+		ids, err := queryIDs(ctx, tx,
+			`INSERT INTO mentions (workspace_id, user_id, channel_id, seq)
+			 SELECT workspace_id, user_id, channel_id, $4 FROM channel_members
+			 WHERE workspace_id = $1 AND channel_id = $2 AND user_id <> $3
+			 RETURNING user_id`,
+			m.WorkspaceID, m.ChannelID, m.UserID, m.Seq)
+		if err != nil {
+			return nil, fmt.Errorf("record channel mention: %w", err)
+		}
+		return ids, nil
 	}
-	names := make([]string, 0, len(handles))
-	for _, h := range handles {
-		switch h {
-		case "channel", "here", "everyone":
-			_, err := tx.ExecContext(ctx,
-				`INSERT INTO mentions (workspace_id, user_id, channel_id, seq)
-				 SELECT workspace_id, user_id, channel_id, $4 FROM channel_members
-				 WHERE workspace_id = $1 AND channel_id = $2 AND user_id <> $3`,
-				m.WorkspaceID, m.ChannelID, m.UserID, m.Seq)
-			if err != nil {
-				return fmt.Errorf("record channel mention: %w", err)
-			}
-			return nil
-		}
-		if len(names) < maxMentionHandles {
-			names = append(names, h)
-		}
+	if len(names) == 0 {
+		return nil, nil
 	}
 	n := padded(len(names))
 	args := make([]any, 0, n+4)
@@ -100,15 +134,36 @@ func (tx *Tx) recordMentions(ctx context.Context, m *parley.Message) error {
 	for i := range n { // repeats are harmless in IN (…)
 		args = append(args, names[min(i, len(names)-1)])
 	}
-	if _, err := tx.ExecContext(ctx,
+	ids, err := queryIDs(ctx, tx,
 		`INSERT INTO mentions (workspace_id, user_id, channel_id, seq)
 		 SELECT cm.workspace_id, cm.user_id, cm.channel_id, $4
 		 FROM users u JOIN channel_members cm ON cm.user_id = u.id
 		 WHERE cm.workspace_id = $1 AND cm.channel_id = $2 AND cm.user_id <> $3
-		   AND u.handle IN (`+inClause(5, n)+`)`, args...); err != nil {
-		return fmt.Errorf("record mentions: %w", err)
+		   AND u.handle IN (`+inClause(5, n)+`)
+		 RETURNING user_id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("record mentions: %w", err)
 	}
-	return nil
+	return ids, nil
+}
+
+// queryIDs runs a query (or a statement with RETURNING) whose rows are one
+// id each.
+func queryIDs(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // forgetMentions drops the mentions of one message (deleted, or edited and

@@ -13,9 +13,10 @@ import (
 // healthTimeout bounds the store ping of a health check.
 const healthTimeout = 2 * time.Second
 
-// adminHandler serves the admin listener: Prometheus metrics, pprof, and the
-// liveness and readiness checks. It is meant for operators and scrapers
-// only, which is why it has its own (loopback by default) address.
+// adminHandler serves the admin listener: Prometheus metrics, pprof, the
+// live configuration (GET|PUT /config) and the liveness and readiness
+// checks. It is meant for operators and scrapers only, which is why it has
+// its own (loopback by default) address.
 func (n *node) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{
@@ -27,6 +28,7 @@ func (n *node) adminHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/config", n.config.Handler())
 	mux.HandleFunc("GET /healthz", n.healthz)
 	mux.HandleFunc("GET /readyz", n.readyz)
 	return mux

@@ -22,6 +22,7 @@ import (
 	"parley"
 	"parley/gateway"
 	"parley/httpapi"
+	"parley/liveconfig"
 	"parley/natsbus"
 	"parley/nodes"
 	"parley/presence"
@@ -90,6 +91,10 @@ type node struct {
 	// affinity is the ring over the live gateway nodes (affinity.go).
 	affinity *ring.Tracker
 
+	// config is the live configuration: read by the store's writes,
+	// changed through the admin listener's /config (liveconfig).
+	config *liveconfig.Manager
+
 	// The WebSocket gateway (cmd/parley/gateway.go) and its presence.
 	gateway  *gateway.Gateway
 	presence *presence.Tracker
@@ -153,6 +158,7 @@ func serve(ctx context.Context, o serveOptions, stdout io.Writer, log *slog.Logg
 // listeners. On error, whatever was started is stopped again.
 func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, err error) {
 	n = &node{opts: o, log: log, reg: newRegistry()}
+	n.config = liveconfig.New(liveconfig.Options{Logger: log, Registerer: n.reg})
 	defer func() {
 		if err != nil {
 			n.closeBackends()
@@ -179,6 +185,9 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 	n.store, err = sqlstore.Open(ctx, scfg)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if err := n.config.Start(ctx, n.store, n.bus); err != nil {
+		return nil, err
 	}
 	if o.Demo {
 		n.demo, err = seedDemo(ctx, n.store, log)
@@ -278,6 +287,7 @@ func (n *node) closeBackends() error {
 	var errs []error
 	n.stopAffinity()
 	n.stopQueryCache()
+	n.config.Stop()
 	if n.members != nil {
 		n.members.Close() // goodbye to the other nodes while the bus is up
 	}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// `parley config get|set` reads and changes the live configuration of a
+// running cluster through a node's admin listener (GET|PUT /config). The
+// change is saved in the store and reaches every node (liveconfig).
+
+func newConfigCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
+	admin := "127.0.0.1:9091"
+	if v, ok := lookupEnv("PARLEY_ADMIN"); ok && v != "" {
+		admin = v
+	}
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Read or change the live configuration of a running Parley",
+		Long: `Read or change the cluster-wide live configuration through a node's admin
+listener. Changes take effect on every node within moments, without a restart.
+
+Settings:
+  collapsed_threads            true|false  replies count in their thread (default true)
+  channel_mention_max_members  n           above n members, @channel/@here need an admin (0: no cap)`,
+	}
+	cmd.PersistentFlags().StringVar(&admin, "admin", admin, "address of a node's admin listener ($PARLEY_ADMIN)")
+
+	get := &cobra.Command{
+		Use:   "get",
+		Short: "Print the live configuration",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return adminCall(c.Context(), c.OutOrStdout(), http.MethodGet, admin, "/config", nil)
+		},
+	}
+	var dry bool
+	set := &cobra.Command{
+		Use:   "set key=value…",
+		Short: "Change live settings, e.g. parley config set collapsed_threads=false",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			patch := map[string]json.RawMessage{}
+			for _, a := range args {
+				k, v, ok := strings.Cut(a, "=")
+				if !ok || k == "" || v == "" {
+					return fmt.Errorf("%q: want key=value", a)
+				}
+				if !json.Valid([]byte(v)) { // a bare word becomes a string; the server says if that is wrong
+					b, _ := json.Marshal(v)
+					v = string(b)
+				}
+				patch[k] = json.RawMessage(v)
+			}
+			body, err := json.Marshal(patch)
+			if err != nil {
+				return err
+			}
+			path := "/config"
+			if dry {
+				path += "?dry_run=true"
+			}
+			return adminCall(c.Context(), c.OutOrStdout(), http.MethodPut, admin, path, body)
+		},
+	}
+	set.Flags().BoolVar(&dry, "dry-run", false, "show what would change without changing it")
+	cmd.AddCommand(get, set)
+	return cmd
+}
+
+// adminCall sends one request to the admin listener and prints its JSON
+// answer, or returns the server's error message.
+func adminCall(ctx context.Context, out io.Writer, method, admin, path string, body []byte) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	url := admin
+	if !strings.Contains(url, "://") {
+		url = "http://" + url
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(url, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin listener at %s: %w", admin, err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("admin listener at %s: %w", admin, err)
+	}
+	if res.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
+			return fmt.Errorf("%s (%d %s)", e.Error.Message, res.StatusCode, e.Error.Code)
+		}
+		return fmt.Errorf("admin listener at %s: %s", admin, res.Status)
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, data, "", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(data)
+	}
+	_, err = fmt.Fprintln(out, strings.TrimSpace(pretty.String()))
+	return err
+}
