@@ -28,6 +28,7 @@ import type {
 	Presence,
 	Reaction,
 	Thread,
+	ThreadsSummary,
 	User,
 	Workspace,
 } from './types';
@@ -94,6 +95,8 @@ export interface SessionState {
 	/** Replies per thread root id. */
 	replies: Record<string, MessageList>;
 	threads: ThreadList;
+	/** For the sidebar's Threads badge: followed threads with unread replies, and their mentions. */
+	threadsSummary: ThreadsSummary;
 	/** Users resolved so far, by id. */
 	users: Record<string, User>;
 	/** Presence of the subscribed users. */
@@ -231,6 +234,11 @@ export class Session {
 	private readTimers = new Map<string, ReturnType<typeof setTimeout>>();
 	private threadsRefresh: ReturnType<typeof setTimeout> | undefined;
 	private visible = true;
+	/** The last known unread state of threads, to keep threadsSummary by deltas. */
+	private threadUnread = new Map<string, { replies: number; mentions: number }>();
+	private summaryRefresh: ReturnType<typeof setTimeout> | undefined;
+	/** Messages already notified (a mention may come as message.created and as mention). */
+	private notified = new Set<string>();
 	private unlistenVisibility: (() => void) | undefined;
 
 	constructor(opts: SessionOptions = {}) {
@@ -250,6 +258,7 @@ export class Session {
 			messages: {},
 			replies: {},
 			threads: { items: [], loading: false, loaded: false, unreadOnly: false },
+			threadsSummary: { unread_threads: 0, unread_mentions: 0 },
 			users: {},
 			presence: {},
 			typing: {},
@@ -371,6 +380,7 @@ export class Session {
 		clearTimeout(this.userFlush);
 		clearTimeout(this.typingTimer);
 		clearTimeout(this.threadsRefresh);
+		clearTimeout(this.summaryRefresh);
 		for (const t of this.readTimers.values()) clearTimeout(t);
 		this.readTimers.clear();
 		this.unlistenVisibility?.();
@@ -452,6 +462,10 @@ export class Session {
 		for (const c of [...b.channels, ...b.dms]) this.gw?.trackChannel(c.id, c.last_seq);
 		this.addUsers([b.self, ...(b.users ?? [])]);
 		this.set({ self: b.self, workspace: b.workspace, limits: b.limits ?? this.s.limits, channelsById: byId });
+		if (b.threads) {
+			this.threadUnread.clear();
+			this.set({ threadsSummary: { unread_threads: b.threads.unread_threads, unread_mentions: b.threads.unread_mentions } });
+		}
 		const dmUsers = b.dms.flatMap((d) => d.dm_user_ids ?? []);
 		if (dmUsers.length) void this.ensureUsers(dmUsers);
 	}
@@ -980,6 +994,15 @@ export class Session {
 		try {
 			const r = await this.api.listThreads(this.requireWorkspace(), { unread: unreadOnly, limit: 50 });
 			this.set({ threads: { items: r.threads, loading: false, loaded: true, unreadOnly } });
+			for (const t of r.threads) this.threadUnread.set(t.root_id, { replies: t.unread_replies, mentions: t.unread_mentions });
+			if (!unreadOnly && !r.next_cursor) {
+				this.set({
+					threadsSummary: {
+						unread_threads: r.threads.filter((t) => t.unread_replies > 0).length,
+						unread_mentions: r.threads.reduce((n, t) => n + t.unread_mentions, 0),
+					},
+				});
+			}
 			this.authorsOf(r.threads.flatMap((t) => (t.root ? [t.root] : [])));
 		} catch (e) {
 			this.set({ threads: { ...this.s.threads, loading: false, error: (e as Error).message } });
@@ -988,12 +1011,67 @@ export class Session {
 	}
 
 	async markThreadRead(rootId: string): Promise<void> {
-		this.set({ threads: { ...this.s.threads, items: this.s.threads.items.map((t) => (t.root_id === rootId ? { ...t, unread_replies: 0, unread_mentions: 0 } : t)) } });
+		const known = this.s.threads.items.find((t) => t.root_id === rootId);
+		if (known && !known.unread_replies && !known.unread_mentions) return;
 		try {
-			await this.api.markThreadRead(rootId);
+			const t = await this.api.markThreadRead(rootId);
+			this.applyThread(t, 'read');
 		} catch (e) {
 			this.fail(e);
 		}
+	}
+
+	/** Apply a thread's new state (from an event or an answer): list entry, root message, summary. */
+	private applyThread(t: Thread, why: 'updated' | 'read' | 'followed' | 'unfollowed', reply?: Message): void {
+		const prev = this.threadUnread.get(t.root_id) ?? this.s.threads.items.find((x) => x.root_id === t.root_id);
+		const cur = { replies: t.unread_replies ?? 0, mentions: t.unread_mentions ?? 0 };
+		let before: { replies: number; mentions: number } | undefined;
+		if (prev) before = 'replies' in prev ? prev : { replies: prev.unread_replies, mentions: prev.unread_mentions };
+		else if (why === 'updated' && reply) {
+			// Unknown before: this reply is the only change.
+			const self = this.s.self;
+			const mine = self && reply.user_id === self.id;
+			before = { replies: mine ? cur.replies : Math.max(0, cur.replies - 1), mentions: !mine && mentions(reply.text, self?.handle) ? Math.max(0, cur.mentions - 1) : cur.mentions };
+		}
+		this.threadUnread.set(t.root_id, cur);
+		if (before) {
+			const sum = this.s.threadsSummary;
+			this.set({
+				threadsSummary: {
+					unread_threads: Math.max(0, sum.unread_threads + (cur.replies > 0 ? 1 : 0) - (before.replies > 0 ? 1 : 0)),
+					unread_mentions: Math.max(0, sum.unread_mentions + cur.mentions - before.mentions),
+				},
+			});
+		} else {
+			this.refreshSummarySoon();
+		}
+		// The list: replace the entry (keeping its root), add a newly followed one, drop an unfollowed one.
+		const items = this.s.threads.items;
+		const i = items.findIndex((x) => x.root_id === t.root_id);
+		let next = items;
+		if (why === 'unfollowed' || t.following === false) {
+			if (i >= 0) next = items.filter((x) => x.root_id !== t.root_id);
+		} else if (i >= 0) {
+			next = items.slice();
+			next[i] = { ...items[i], ...t, root: t.root ?? items[i].root };
+			if (why === 'updated') next.sort((a, b) => Date.parse(b.last_reply_at) - Date.parse(a.last_reply_at));
+		} else if (this.s.threads.loaded && (why === 'updated' || why === 'followed') && (!this.s.threads.unreadOnly || cur.replies > 0)) {
+			next = [t, ...items];
+			this.refreshThreadsSoon(); // to get its root message
+		}
+		if (next !== items) this.set({ threads: { ...this.s.threads, items: next } });
+		if (typeof t.reply_count === 'number') {
+			this.mapMessage(t.root_id, (r) => (r.reply_count === t.reply_count && r.last_reply_at === t.last_reply_at ? r : { ...r, reply_count: t.reply_count, last_reply_at: t.last_reply_at }));
+		}
+	}
+
+	/** When the summary cannot be kept by deltas: a `since` boot brings it (and only what changed). */
+	private refreshSummarySoon(): void {
+		if (this.summaryRefresh || !this.workspaceId) return;
+		this.summaryRefresh = setTimeout(() => {
+			this.summaryRefresh = undefined;
+			void this.reboot();
+		}, 300);
 	}
 
 	async followThread(rootId: string, follow: boolean): Promise<void> {
@@ -1119,8 +1197,28 @@ export class Session {
 			case 'typing.started':
 				if (ch && d.user_id && d.user_id !== self) this.addTyping(typingKey(ch, d.thread_root_id), d.user_id);
 				return;
-			default:
-				if (ev.t.startsWith('thread.') || ev.t === 'mention') this.refreshThreadsSoon();
+			case 'thread.updated':
+				if (d.thread) this.applyThread(d.thread, 'updated', d.message);
+				if (d.message?.thread_root_id) {
+					// A follower who is not in the channel gets no message.created: the reply comes here.
+					const r = d.message;
+					const cur = this.s.replies[r.thread_root_id!];
+					if (cur?.loaded) this.setList('replies', r.thread_root_id!, { messages: mergeMessages(cur.messages, [r]) });
+					if (ev.source === 'live' && d.thread?.unread_mentions) this.maybeNotify(r, mentions(r.text, this.s.self?.handle));
+				}
+				return;
+			case 'thread.read':
+				if (d.thread) this.applyThread(d.thread, 'read');
+				return;
+			case 'thread.followed':
+				if (d.thread) this.applyThread(d.thread, 'followed');
+				return;
+			case 'thread.unfollowed':
+				if (d.thread) this.applyThread(d.thread, 'unfollowed');
+				return;
+			case 'mention':
+				if (d.message && ev.source === 'live') this.maybeNotify(d.message, true);
+				return;
 		}
 	}
 
@@ -1133,8 +1231,9 @@ export class Session {
 			const cur = this.s.replies[m.thread_root_id];
 			const known = cur?.messages.some((x) => x.id === m.id);
 			if (cur?.loaded) this.setList('replies', m.thread_root_id, { messages: mergeMessages(cur.messages, [m]) });
-			if (!known) this.mapMessage(m.thread_root_id, (r) => ({ ...r, reply_count: r.reply_count + 1, last_reply_at: m.created_at }));
-			if (!mine) this.refreshThreadsSoon();
+			// thread.updated may have set the count already (it is absolute).
+			const at = Date.parse(m.created_at);
+			if (!known) this.mapMessage(m.thread_root_id, (r) => (r.last_reply_at && Date.parse(r.last_reply_at) >= at ? r : { ...r, reply_count: r.reply_count + 1, last_reply_at: m.created_at }));
 		} else {
 			this.upsertMessage(m);
 		}
@@ -1153,14 +1252,22 @@ export class Session {
 			}
 		}
 		if (Object.keys(patch).length) this.patchChannel(m.channel_id, patch);
-		if (!mine && source === 'live') {
-			const dm = c.kind === 'dm' || c.kind === 'group_dm';
-			const mention = mentions(m.text, self?.handle);
-			const seen = looking && (!m.thread_root_id || this.s.activeThreadId === m.thread_root_id);
-			if ((dm || mention) && !seen) {
-				this.emitter.emit('notify', { kind: mention ? 'mention' : 'dm', message: m, channel: this.s.channelsById[m.channel_id] });
-			}
-		}
+		if (!mine && source === 'live') this.maybeNotify(m, false);
+	}
+
+	/** Tell the app about a mention or a DM the user is not looking at (once per message). */
+	private maybeNotify(m: Message, mentioned: boolean): void {
+		const self = this.s.self;
+		if (!self || m.user_id === self.id || this.notified.has(m.id)) return;
+		const c = this.s.channelsById[m.channel_id];
+		const dm = c?.kind === 'dm' || c?.kind === 'group_dm';
+		const mention = mentioned || mentions(m.text, self.handle);
+		if (!dm && !mention) return;
+		const looking = this.s.activeChannelId === m.channel_id && this.visible && (!m.thread_root_id || this.s.activeThreadId === m.thread_root_id);
+		if (looking) return;
+		this.notified.add(m.id);
+		if (this.notified.size > 1000) this.notified.delete(this.notified.values().next().value!);
+		this.emitter.emit('notify', { kind: mention ? 'mention' : 'dm', message: m, channel: c });
 	}
 
 	private addTyping(key: string, userId: string): void {

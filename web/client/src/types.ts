@@ -116,9 +116,18 @@ export interface Boot {
 	channel?: Channel;
 	messages?: Message[];
 	users?: User[];
+	/** The caller's followed threads, summarised (collapsed threads). */
+	threads?: ThreadsSummary;
 	ws_url: string;
 	limits?: BootLimits;
 	prefs: Record<string, unknown> | null;
+}
+
+export interface ThreadsSummary {
+	/** Followed threads with unread replies. */
+	unread_threads: number;
+	/** Unread mentions in them. */
+	unread_mentions: number;
 }
 
 export interface BootQuery {

@@ -122,6 +122,50 @@ describe('Session against a real server', () => {
 		}
 	});
 
+	it('follows threads: replies, unread summary, thread list, read', async () => {
+		const { a, b, alice, bobApi, ws, general } = await twoUsers();
+		const session = newSession(alice);
+		const notes: string[] = [];
+		session.on('notify', (n) => notes.push(`${n.kind}:${n.message.text}`));
+		try {
+			await session.start(ws.id);
+			await until(session, (s) => s.status === 'ready', 'ready');
+			await session.loadThreads(false);
+			await session.openChannel(general.id);
+			const root = await session.send(general.id, 'a question for the thread');
+			await session.openThread(root.id);
+			await bobApi.postMessage(general.id, { text: `an answer for @${a.handle}`, client_msg_id: 'r1', thread_root_id: root.id });
+			await bobApi.postMessage(general.id, { text: 'and more', client_msg_id: 'r2', thread_root_id: root.id });
+			// The thread panel is open but the user looks at it: the replies arrive, no notification.
+			let st = await until(session, (s) => (s.replies[root.id]?.messages.length ?? 0) === 2, 'two replies');
+			expect(st.replies[root.id].messages.map((m) => m.text)).toEqual([`an answer for @${a.handle}`, 'and more']);
+			st = await until(session, (s) => s.messages[general.id].messages.find((m) => m.id === root.id)?.reply_count === 2, 'reply count 2');
+			// Replies count in the thread, not the channel (collapsed threads).
+			expect(st.channelsById[general.id].unread_count).toBe(0);
+			expect(notes).toEqual([]);
+
+			// Away from the thread: the next mention notifies and counts.
+			session.closeThread();
+			session.closeChannel();
+			await bobApi.postMessage(general.id, { text: `@${a.handle} ping`, client_msg_id: 'r3', thread_root_id: root.id });
+			st = await until(session, (s) => s.threadsSummary.unread_threads === 1 && s.threads.items.some((t) => t.root_id === root.id && t.unread_replies > 0), 'unread thread');
+			await until(session, () => notes.length === 1, 'notified');
+			expect(notes).toEqual([`mention:@${a.handle} ping`]);
+			expect(st.threadsSummary.unread_mentions).toBeGreaterThanOrEqual(1);
+			// The server agrees.
+			const boot = await alice.boot({ workspace_id: ws.id });
+			expect(boot.threads?.unread_threads).toBe(1);
+
+			await session.markThreadRead(root.id);
+			st = await until(session, (s) => s.threadsSummary.unread_threads === 0 && s.threadsSummary.unread_mentions === 0, 'read');
+			expect(st.threads.items.find((t) => t.root_id === root.id)?.unread_replies).toBe(0);
+			expect((await alice.boot({ workspace_id: ws.id })).threads?.unread_threads).toBe(0);
+			expect(b.handle).toBeTruthy();
+		} finally {
+			session.stop();
+		}
+	});
+
 	it('keeps a conversation whole across a server restart', async () => {
 		const { alice, bobApi, bobAuth, ws, general } = await twoUsers();
 		const random = await alice.createChannel(ws.id, { name: 'random', kind: 'public' });
