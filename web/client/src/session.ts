@@ -239,6 +239,9 @@ export class Session {
 	private summaryRefresh: ReturnType<typeof setTimeout> | undefined;
 	/** Messages already notified (a mention may come as message.created and as mention). */
 	private notified = new Set<string>();
+	/** Replies already counted in their root's reply_count. */
+	private countedReplies = new Set<string>();
+	private deletedReplies = new Set<string>();
 	private unlistenVisibility: (() => void) | undefined;
 
 	constructor(opts: SessionOptions = {}) {
@@ -895,6 +898,7 @@ export class Session {
 	/** Every loaded copy of a message, replaced; `own` answers carry the caller's `me`. */
 	private upsertMessage(m: Message, own = false): void {
 		if (m.thread_root_id) {
+			this.countReply(m);
 			const cur = this.s.replies[m.thread_root_id];
 			if (cur) this.setList('replies', m.thread_root_id, { messages: own ? this.replaceOwn(cur.messages, m) : mergeMessages(cur.messages, [m]) });
 		} else {
@@ -907,6 +911,21 @@ export class Session {
 				if (rootId === m.id && list.root) this.setList('replies', rootId, { root: own ? m : keepMe(list.root, m) });
 			}
 		}
+	}
+
+	/**
+	 * Bump the root's reply_count for a confirmed reply, once per reply id,
+	 * whichever copy comes first (the HTTP answer, message.created, or
+	 * thread.updated, which sets the count outright).
+	 */
+	private countReply(m: Message, absolute?: { reply_count: number; last_reply_at: string }): void {
+		if (!m.thread_root_id || m.id.startsWith('local:')) return;
+		if (this.countedReplies.has(m.id) && !absolute) return;
+		this.countedReplies.add(m.id);
+		if (this.countedReplies.size > 5000) this.countedReplies.delete(this.countedReplies.values().next().value!);
+		this.mapMessage(m.thread_root_id, (r) =>
+			absolute ? { ...r, reply_count: absolute.reply_count, last_reply_at: absolute.last_reply_at } : { ...r, reply_count: r.reply_count + 1, last_reply_at: m.created_at },
+		);
 	}
 
 	private replaceOwn(list: LocalMessage[], m: Message): LocalMessage[] {
@@ -1061,7 +1080,8 @@ export class Session {
 		}
 		if (next !== items) this.set({ threads: { ...this.s.threads, items: next } });
 		if (typeof t.reply_count === 'number') {
-			this.mapMessage(t.root_id, (r) => (r.reply_count === t.reply_count && r.last_reply_at === t.last_reply_at ? r : { ...r, reply_count: t.reply_count, last_reply_at: t.last_reply_at }));
+			if (reply) this.countReply(reply, { reply_count: t.reply_count, last_reply_at: t.last_reply_at });
+			else this.mapMessage(t.root_id, (r) => (r.reply_count === t.reply_count ? r : { ...r, reply_count: t.reply_count, last_reply_at: t.last_reply_at }));
 		}
 	}
 
@@ -1124,7 +1144,10 @@ export class Session {
 			case 'message.deleted': {
 				if (!d.message_id) return;
 				this.dropMessage(d.message_id);
-				if (d.thread_root_id) this.mapMessage(d.thread_root_id, (r) => ({ ...r, reply_count: Math.max(0, r.reply_count - 1) }));
+				if (d.thread_root_id && !this.deletedReplies.has(d.message_id)) {
+					this.deletedReplies.add(d.message_id);
+					this.mapMessage(d.thread_root_id, (r) => ({ ...r, reply_count: Math.max(0, r.reply_count - 1) }));
+				}
 				return;
 			}
 			case 'reaction.added':
@@ -1229,11 +1252,8 @@ export class Session {
 		this.clearTyping(typingKey(m.channel_id, m.thread_root_id), m.user_id);
 		if (m.thread_root_id) {
 			const cur = this.s.replies[m.thread_root_id];
-			const known = cur?.messages.some((x) => x.id === m.id);
 			if (cur?.loaded) this.setList('replies', m.thread_root_id, { messages: mergeMessages(cur.messages, [m]) });
-			// thread.updated may have set the count already (it is absolute).
-			const at = Date.parse(m.created_at);
-			if (!known) this.mapMessage(m.thread_root_id, (r) => (r.last_reply_at && Date.parse(r.last_reply_at) >= at ? r : { ...r, reply_count: r.reply_count + 1, last_reply_at: m.created_at }));
+			this.countReply(m);
 		} else {
 			this.upsertMessage(m);
 		}

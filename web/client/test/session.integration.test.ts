@@ -143,6 +143,10 @@ describe('Session against a real server', () => {
 			// Replies count in the thread, not the channel (collapsed threads).
 			expect(st.channelsById[general.id].unread_count).toBe(0);
 			expect(notes).toEqual([]);
+			// The sender's own reply counts once, whichever copy lands first.
+			await session.send(general.id, 'my own reply', root.id);
+			st = await until(session, (s) => s.replies[root.id].messages.filter((m) => !m.pending).length === 3, 'own reply');
+			await until(session, (s) => s.messages[general.id].messages.find((m) => m.id === root.id)?.reply_count === 3, 'reply count 3');
 
 			// Away from the thread: the next mention notifies and counts.
 			session.closeThread();
@@ -156,6 +160,9 @@ describe('Session against a real server', () => {
 			const boot = await alice.boot({ workspace_id: ws.id });
 			expect(boot.threads?.unread_threads).toBe(1);
 
+			const rootNow = session.state.messages[general.id].messages.find((m) => m.id === root.id)!;
+			expect(rootNow.reply_count).toBe(4);
+			expect((await alice.getMessage(root.id)).reply_count).toBe(4);
 			await session.markThreadRead(root.id);
 			st = await until(session, (s) => s.threadsSummary.unread_threads === 0 && s.threadsSummary.unread_mentions === 0, 'read');
 			expect(st.threads.items.find((t) => t.root_id === root.id)?.unread_replies).toBe(0);
