@@ -29,7 +29,12 @@ test('a long channel is virtualised and loads older history on scroll', async ({
   const general = boot.channels.find((c) => c.name === 'general')!;
   for (let i = 1; i <= TOTAL; i++) {
     // Every tenth line is long enough to wrap: rows have different heights.
-    const text = i % 10 === 0 ? `${label(i)} — ${'a longer line that wraps across the width of the pane '.repeat(4)}` : label(i);
+    const text =
+      i === 42
+        ? `${label(i)} mentions the zeppelin`
+        : i % 10 === 0
+          ? `${label(i)} — ${'a longer line that wraps across the width of the pane '.repeat(4)}`
+          : label(i);
     await api(server.url, token, 'POST', `/channels/${general.id}/messages`, { text, client_msg_id: `hist-${i}` });
   }
 
@@ -85,5 +90,28 @@ test('a long channel is virtualised and loads older history on scroll', async ({
   await page.getByTestId('composer').fill('And one more, live');
   await page.getByTestId('composer').press('Enter');
   await expect(rows(page).filter({ hasText: 'And one more, live' })).toBeInViewport();
+
+  // Search: the hit is highlighted; opening it loads history around it and
+  // flashes it, far from the window on screen.
+  await list.evaluate((el) => (el.scrollTop = el.scrollHeight));
+  await expect(rows(page).filter({ hasText: label(42) })).toHaveCount(0);
+  const hit = page.getByTestId('search-result').filter({ hasText: 'zeppelin' });
+  await expect(async () => {
+    // The index is fed asynchronously: search again until the hit shows.
+    await page.getByTestId('search-input').fill('zeppelin');
+    await page.getByTestId('search-input').press('Enter');
+    await expect(hit).toBeVisible({ timeout: 1000 });
+  }).toPass({ timeout: 30_000 });
+  await expect(hit.locator('mark')).toHaveText(/zeppelin/i);
+  await shot(page, 'search');
+  await hit.click();
+  const target = rows(page).filter({ hasText: label(42) });
+  await expect(target).toBeInViewport();
+  await expect(target).toHaveClass(/flash/);
+  // Below it, newer pages load on scroll back down to the live end.
+  await expect(async () => {
+    await list.evaluate((el) => (el.scrollTop = el.scrollHeight));
+    await expect(rows(page).filter({ hasText: 'And one more, live' })).toBeVisible({ timeout: 1000 });
+  }).toPass({ timeout: 30_000 });
   expect(problems, server.logTail()).toEqual([]);
 });
