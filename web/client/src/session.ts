@@ -218,6 +218,7 @@ export class Session {
 	private gw: Gateway | undefined;
 	private workspaceId: string | undefined;
 	private bootVersion: string | undefined;
+	private wsUrl: string | undefined;
 	private notifyScheduled = false;
 	private stopped = false;
 
@@ -354,10 +355,12 @@ export class Session {
 		this.applyBoot(boot, false);
 		const channels: Record<string, number> = {};
 		for (const c of [...boot.channels, ...boot.dms]) channels[c.id] = c.last_seq;
+		this.wsUrl = boot.ws_url;
 		const gw = new Gateway({
 			api: this.api,
 			workspaceId,
-			url: this.opts.gatewayUrl ?? boot.ws_url,
+			// Asked on every connect: a later boot may name another node.
+			url: () => this.opts.gatewayUrl || this.wsUrl || this.api.gatewayUrl(),
 			WebSocket: this.opts.WebSocket,
 			channels,
 			...this.opts.gateway,
@@ -452,6 +455,7 @@ export class Session {
 
 	private applyBoot(b: Boot, since: boolean): void {
 		this.bootVersion = b.version;
+		if (b.ws_url) this.wsUrl = b.ws_url;
 		const byId: Record<string, ChannelView> = since ? { ...this.s.channelsById } : {};
 		if (!since) {
 			// Keep previewed (non-member) channels the UI may be showing.
