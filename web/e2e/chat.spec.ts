@@ -160,6 +160,43 @@ test('two people chat in real time, and nothing is lost across a server restart'
 
   await shot(alice, 'channel-with-thread');
 
+  // ---- Edit and delete own messages ----
+  await send(alice, 'Lunch at noon?');
+  const lunch = message(alice, 'Lunch at noon?');
+  await expect(message(bob, 'Lunch at noon?')).toBeVisible();
+  await lunch.hover();
+  await lunch.getByTestId('action-edit').click();
+  await alice.getByTestId('edit-input').fill('Lunch at 12:30?');
+  await alice.getByTestId('edit-input').press('Enter');
+  await expect(message(bob, 'Lunch at 12:30?')).toContainText('(edited)');
+  await expect(message(bob, 'Lunch at noon?')).toHaveCount(0);
+  // Bob cannot edit or delete Alice's message.
+  await message(bob, 'Lunch at 12:30?').hover();
+  await expect(message(bob, 'Lunch at 12:30?').getByTestId('action-edit')).toHaveCount(0);
+  await expect(message(bob, 'Lunch at 12:30?').getByTestId('action-delete')).toHaveCount(0);
+  const edited = message(alice, 'Lunch at 12:30?');
+  await edited.hover();
+  await edited.getByTestId('action-delete').click();
+  await edited.getByTestId('delete-confirm').click();
+  await expect(message(alice, 'Lunch at 12:30?')).toHaveCount(0);
+  await expect(message(bob, 'Lunch at 12:30?')).toHaveCount(0);
+
+  // ---- Unread and mention badges: Alice writes in #general while Bob is elsewhere ----
+  await alice.getByTestId('channel-general').click();
+  await expect(alice.getByTestId('channel-title')).toContainText('general');
+  await send(alice, `@${b.handle} can you check the budget?`);
+  const bobGeneral = bob.getByTestId('channel-general');
+  await expect(bobGeneral).toHaveClass(/unread/);
+  await expect(bobGeneral.getByTestId('mention-badge')).toHaveText('1');
+  await bobGeneral.click();
+  await expect(message(bob, 'can you check the budget?').locator('.mention.me')).toHaveText(`@${b.handle}`);
+  await expect(bobGeneral).not.toHaveClass(/unread/);
+  await expect(bobGeneral.getByTestId('mention-badge')).toHaveCount(0);
+  await bob.getByTestId('channel-launch-plan').click();
+  await alice.getByTestId('channel-launch-plan').click();
+  await expect(alice.getByTestId('channel-title')).toContainText('launch-plan');
+  await expect(bob.getByTestId('channel-title')).toContainText('launch-plan');
+
   // ---- The server restarts mid-conversation ----
   const channelId = await alice.getByTestId('channel-view').getAttribute('data-channel-id');
   expect(channelId).toBeTruthy();
