@@ -224,10 +224,10 @@ export class Session {
 
 	// user resolution
 	private wantUsers = new Set<string>();
-	private inflightUsers = new Set<string>();
+	private inflightUsers = new Map<string, Promise<void>>();
 	private missingUsers = new Set<string>();
 	private userFlush: ReturnType<typeof setTimeout> | undefined;
-	private userWaiters: Array<() => void> = [];
+	private nextUserFlush: Promise<void> | undefined;
 
 	private presenceIds = '';
 	private typingSent = new Map<string, number>();
@@ -383,7 +383,6 @@ export class Session {
 		this.stopped = true;
 		this.gw?.stop();
 		this.gw = undefined;
-		clearTimeout(this.userFlush);
 		clearTimeout(this.typingTimer);
 		clearTimeout(this.threadsRefresh);
 		clearTimeout(this.summaryRefresh);
@@ -516,43 +515,56 @@ export class Session {
 	 * against lookups in flight. Resolves when those lookups finished.
 	 */
 	ensureUsers(ids: string[]): Promise<void> {
-		let added = false;
+		const waits = new Set<Promise<void>>();
 		for (const id of ids) {
-			if (!id || this.s.users[id] || this.inflightUsers.has(id) || this.missingUsers.has(id)) continue;
+			if (!id || this.s.users[id] || this.missingUsers.has(id)) continue;
+			const inflight = this.inflightUsers.get(id);
+			if (inflight) {
+				waits.add(inflight);
+				continue;
+			}
 			this.wantUsers.add(id);
-			added = true;
+			waits.add(this.scheduleUserFlush());
 		}
-		if (!added && !this.inflightUsers.size) return Promise.resolve();
-		const p = new Promise<void>((resolve) => this.userWaiters.push(resolve));
-		if (added && !this.userFlush) this.userFlush = setTimeout(() => void this.flushUsers(), 0);
-		return p;
+		return waits.size ? Promise.all(waits).then(() => undefined) : Promise.resolve();
+	}
+
+	/** The promise of the next batch lookup, scheduling it if needed. */
+	private scheduleUserFlush(): Promise<void> {
+		if (!this.nextUserFlush) {
+			this.nextUserFlush = new Promise<void>((resolve) => {
+				this.userFlush = setTimeout(() => {
+					this.userFlush = undefined;
+					this.nextUserFlush = undefined;
+					this.flushUsers().then(resolve, resolve);
+				}, 0);
+			});
+		}
+		return this.nextUserFlush;
 	}
 
 	private async flushUsers(): Promise<void> {
-		this.userFlush = undefined;
 		const ids = [...this.wantUsers];
 		this.wantUsers.clear();
-		const waiters = this.userWaiters;
-		this.userWaiters = [];
 		const max = this.s.limits?.max_batch_users || 200;
-		for (const id of ids) this.inflightUsers.add(id);
 		const calls: Promise<void>[] = [];
 		for (let i = 0; i < ids.length; i += max) {
 			const chunk = ids.slice(i, i + max);
-			calls.push(
-				this.api.usersBatch(chunk).then(
-					(r) => {
-						this.addUsers(r.users);
-						const got = new Set(r.users.map((u) => u.id));
-						for (const id of chunk) if (!got.has(id)) this.missingUsers.add(id);
-					},
-					(e) => this.fail(e),
-				),
+			const call = this.api.usersBatch(chunk).then(
+				(r) => {
+					this.addUsers(r.users);
+					const got = new Set(r.users.map((u) => u.id));
+					for (const id of chunk) if (!got.has(id)) this.missingUsers.add(id);
+				},
+				(e) => this.fail(e),
 			);
+			const done = call.finally(() => {
+				for (const id of chunk) if (this.inflightUsers.get(id) === done) this.inflightUsers.delete(id);
+			});
+			for (const id of chunk) this.inflightUsers.set(id, done);
+			calls.push(done);
 		}
 		await Promise.all(calls);
-		for (const id of ids) this.inflightUsers.delete(id);
-		for (const w of waiters) w();
 	}
 
 	/** The users whose presence dots are on screen; replaces the previous set. */

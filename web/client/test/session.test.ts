@@ -87,3 +87,33 @@ describe('Session.applyEvent', () => {
 		s.stop();
 	});
 });
+
+describe('Session.ensureUsers', () => {
+	it('batches one tick into one call, and callers during the call wait for it', async () => {
+		const { FakeParley, fakeUser } = await import('./fakeserver');
+		const srv = new FakeParley();
+		await srv.start();
+		try {
+			srv.users.set('U2', fakeUser('U2', 'bob'));
+			srv.users.set('U3', fakeUser('U3', 'carol'));
+			const s = new Session({ baseUrl: srv.url, token: 'T' });
+			const first = s.ensureUsers(['U2', 'U3', 'U2']);
+			const same = s.ensureUsers(['U3', 'NOPE']);
+			await srv.waitFor(() => srv.requestsTo('/api/v1/users/batch').length === 1, 'batch call');
+			// The call is out: a new caller for an id in flight waits for it, with no new call.
+			const during = s.ensureUsers(['U2']);
+			await Promise.all([first, same, during]);
+			expect(srv.requestsTo('/api/v1/users/batch')).toHaveLength(1);
+			expect((srv.requestsTo('/api/v1/users/batch')[0].body as { ids: string[] }).ids.sort()).toEqual(['NOPE', 'U2', 'U3']);
+			expect(s.state.users.U2.handle).toBe('bob');
+			expect(s.state.users.U3.handle).toBe('carol');
+			// Known and unknown ids are not asked for again.
+			await s.ensureUsers(['U2', 'U3', 'NOPE']);
+			expect(s.user('U3')?.handle).toBe('carol');
+			expect(srv.requestsTo('/api/v1/users/batch')).toHaveLength(1);
+			s.stop();
+		} finally {
+			await srv.stop();
+		}
+	});
+});
