@@ -13,14 +13,18 @@ package webui
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
 	"html/template"
 	"io/fs"
+	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -70,6 +74,9 @@ type Handler struct {
 	opts     Options
 	notBuilt []byte
 	started  time.Time
+
+	mu sync.Mutex
+	gz map[string][]byte // gzip-compressed text files, made on first request
 }
 
 // New returns a handler for the build in fsys.
@@ -125,7 +132,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			} else {
 				w.Header().Set("Cache-Control", "no-cache")
 			}
-			http.ServeContent(w, r, name, h.started, bytes.NewReader(data))
+			h.serveFile(w, r, name, data)
 			return
 		}
 		// A missing asset or file-like path is a 404, not the app: a stale
@@ -139,7 +146,71 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w, CSP)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	http.ServeContent(w, r, "index.html", h.started, bytes.NewReader(h.index))
+	h.serveFile(w, r, "index.html", h.index)
+}
+
+// compressible file types: text that gzip shrinks several times over.
+var compressible = map[string]bool{".js": true, ".css": true, ".html": true, ".svg": true, ".json": true, ".txt": true, ".map": true}
+
+// serveFile serves data, gzip-compressed when the client accepts it and
+// that pays off. Compressed copies are made once and kept: the embedded
+// files never change.
+func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, name string, data []byte) {
+	if compressible[path.Ext(name)] && len(data) >= 1024 {
+		w.Header().Add("Vary", "Accept-Encoding")
+		if acceptsGzip(r) {
+			if gz := h.gzipped(name, data); gz != nil {
+				if w.Header().Get("Content-Type") == "" {
+					if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+						w.Header().Set("Content-Type", ct)
+					}
+				}
+				w.Header().Set("Content-Encoding", "gzip")
+				http.ServeContent(w, r, name, h.started, bytes.NewReader(gz))
+				return
+			}
+		}
+	}
+	http.ServeContent(w, r, name, h.started, bytes.NewReader(data))
+}
+
+// acceptsGzip reports whether Accept-Encoding lists gzip with a q above 0.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(enc), "gzip") {
+			continue
+		}
+		q := 1.0
+		if k, v, ok := strings.Cut(strings.TrimSpace(params), "="); ok && strings.TrimSpace(k) == "q" {
+			if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+				q = f
+			}
+		}
+		return q > 0
+	}
+	return false
+}
+
+func (h *Handler) gzipped(name string, data []byte) []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if gz, ok := h.gz[name]; ok {
+		return gz
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw.Write(data)
+	zw.Close()
+	var gz []byte
+	if buf.Len() < len(data)*9/10 {
+		gz = buf.Bytes()
+	}
+	if h.gz == nil {
+		h.gz = make(map[string][]byte)
+	}
+	h.gz[name] = gz
+	return gz
 }
 
 func (h *Handler) serveNotBuilt(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,8 @@
 package webui
 
 import (
+	"compress/gzip"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -135,5 +137,50 @@ func TestEmbeddedDist(t *testing.T) {
 	}
 	if h.Built() != strings.Contains(rec.Body.String(), `<script`) {
 		t.Fatalf("Built()=%v but body %s", h.Built(), rec.Body)
+	}
+}
+
+func TestGzip(t *testing.T) {
+	big := strings.Repeat("export function f() { return 'hello world'; }\n", 200)
+	fsys := builtFS()
+	fsys["assets/big-1.js"] = &fstest.MapFile{Data: []byte(big)}
+	h := New(fsys, Options{})
+	get := func(ae string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", "/assets/big-1.js", nil)
+		if ae != "" {
+			req.Header.Set("Accept-Encoding", ae)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, ae := range []string{"gzip", "gzip, deflate, br", "br;q=1.0, gzip;q=0.8"} {
+		rec := get(ae)
+		if rec.Header().Get("Content-Encoding") != "gzip" || !strings.Contains(rec.Header().Get("Content-Type"), "javascript") ||
+			rec.Header().Get("Vary") != "Accept-Encoding" || rec.Body.Len() >= len(big)/4 {
+			t.Fatalf("%q: %v, %d bytes", ae, rec.Header(), rec.Body.Len())
+		}
+		zr, err := gzip.NewReader(rec.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, _ := io.ReadAll(zr)
+		if string(plain) != big {
+			t.Fatalf("%q: decompressed body differs", ae)
+		}
+	}
+	for _, ae := range []string{"", "br", "gzip;q=0", "identity"} {
+		rec := get(ae)
+		if rec.Header().Get("Content-Encoding") != "" || rec.Body.String() != big {
+			t.Fatalf("%q: %v", ae, rec.Header())
+		}
+	}
+	// Tiny files are sent as they are.
+	req := httptest.NewRequest("GET", "/assets/index-abc123.js", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Header().Get("Content-Encoding") != "" {
+		t.Fatalf("tiny file compressed: %v", rec.Header())
 	}
 }
