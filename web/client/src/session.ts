@@ -267,10 +267,18 @@ export class Session {
 			presence: {},
 			typing: {},
 		};
-		if (typeof document !== 'undefined') {
+		if (typeof document !== 'undefined' && typeof window !== 'undefined') {
 			const onVis = () => this.setVisible(document.visibilityState === 'visible');
+			// Back online: retry now rather than at the end of a long backoff.
+			const onOnline = () => {
+				if (this.gw?.status === 'reconnecting' || this.gw?.status === 'connecting') this.gw.reconnectNow();
+			};
 			document.addEventListener('visibilitychange', onVis);
-			this.unlistenVisibility = () => document.removeEventListener('visibilitychange', onVis);
+			window.addEventListener('online', onOnline);
+			this.unlistenVisibility = () => {
+				document.removeEventListener('visibilitychange', onVis);
+				window.removeEventListener('online', onOnline);
+			};
 			this.visible = document.visibilityState === 'visible';
 		}
 	}

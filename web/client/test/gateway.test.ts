@@ -270,6 +270,14 @@ describe('Gateway', () => {
 		expect(Date.now() - t0).toBeGreaterThanOrEqual(150);
 	});
 
+	it('reconnectNow drops the socket and resumes at once', async () => {
+		const h = connect({}, { minMs: 60_000 }); // a backoff far longer than the test
+		await ready(h);
+		h.gw.reconnectNow();
+		await srv.waitFor(() => srv.framesOf('resume').length === 1 && h.gw.status === 'ready', 'resumed');
+		expect(srv.conns).toHaveLength(2);
+	});
+
 	it('treats a socket silent for two heartbeat intervals as dead', async () => {
 		srv.heartbeatMs = 40;
 		const h = connect({});
