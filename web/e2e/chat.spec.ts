@@ -68,6 +68,19 @@ test('two people chat in real time, and nothing is lost across a server restart'
   await alice.getByTestId('close-dialog').click();
 
   // ---- Bob: sign up, join with the code, find the channel with Ctrl+K ----
+  // Record the browser notifications Bob's page shows (permission is granted).
+  await bob.addInitScript(() => {
+    const Native = window.Notification;
+    const shown: { title: string; body?: string }[] = [];
+    (window as unknown as { shownNotifications: typeof shown }).shownNotifications = shown;
+    window.Notification = class extends Native {
+      constructor(title: string, opts?: NotificationOptions) {
+        shown.push({ title, body: opts?.body });
+        super(title, opts);
+      }
+    } as typeof Notification;
+  });
+  const notes = () => bob.evaluate(() => (window as unknown as { shownNotifications: { title: string; body?: string }[] }).shownNotifications);
   await signUp(bob, b);
   await bob.getByTestId('invite-input').fill(code);
   await bob.getByTestId('invite-join').click();
@@ -188,6 +201,8 @@ test('two people chat in real time, and nothing is lost across a server restart'
   const bobGeneral = bob.getByTestId('channel-general');
   await expect(bobGeneral).toHaveClass(/unread/);
   await expect(bobGeneral.getByTestId('mention-badge')).toHaveText('1');
+  // A mention elsewhere raises a browser notification.
+  await expect.poll(notes).toContainEqual({ title: 'Alice Moreau · #general', body: `@${b.handle} can you check the budget?` });
   await bobGeneral.click();
   await expect(message(bob, 'can you check the budget?').locator('.mention.me')).toHaveText(`@${b.handle}`);
   await expect(bobGeneral).not.toHaveClass(/unread/);

@@ -108,7 +108,17 @@ test('a long channel is virtualised and loads older history on scroll', async ({
   const target = rows(page).filter({ hasText: label(42) });
   await expect(target).toBeInViewport();
   await expect(target).toHaveClass(/flash/);
-  // Below it, newer pages load on scroll back down to the live end.
+  // Sending from an old window goes back to the live end and shows the message.
+  await page.getByTestId('composer').fill('Sent from deep in history');
+  await page.getByTestId('composer').press('Enter');
+  await expect(rows(page).filter({ hasText: 'Sent from deep in history' })).toBeInViewport();
+  await expect(rows(page).filter({ hasText: label(42) })).toHaveCount(0);
+
+  // Jump again; below the hit, newer pages load on scroll back down to the live end.
+  await page.getByTestId('search-input').fill('zeppelin');
+  await page.getByTestId('search-input').press('Enter');
+  await hit.click();
+  await expect(rows(page).filter({ hasText: label(42) })).toBeInViewport();
   await expect(async () => {
     await list.evaluate((el) => (el.scrollTop = el.scrollHeight));
     await expect(rows(page).filter({ hasText: 'And one more, live' })).toBeVisible({ timeout: 1000 });
