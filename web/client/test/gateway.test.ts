@@ -27,7 +27,7 @@ interface Harness {
 	seqs(ch: string): number[];
 }
 
-function connect(channels: Record<string, number> = {}, opts: { random?: () => number; minMs?: number } = {}): Harness {
+function connect(channels: Record<string, number> = {}, opts: { random?: () => number; minMs?: number; maxMs?: number } = {}): Harness {
 	const api = new Api({ baseUrl: srv.url, token: 'T1' });
 	const g = new Gateway({
 		api,
@@ -35,7 +35,7 @@ function connect(channels: Record<string, number> = {}, opts: { random?: () => n
 		WebSocket: WebSocket as unknown as WebSocketCtor,
 		channels,
 		backoffMinMs: opts.minMs ?? 20,
-		backoffMaxMs: 200,
+		backoffMaxMs: opts.maxMs ?? 200,
 		random: opts.random,
 	});
 	gw = g;
@@ -271,7 +271,7 @@ describe('Gateway', () => {
 	});
 
 	it('reconnectNow drops the socket and resumes at once', async () => {
-		const h = connect({}, { minMs: 60_000 }); // a backoff far longer than the test
+		const h = connect({}, { minMs: 60_000, maxMs: 60_000 }); // a backoff far longer than the test
 		await ready(h);
 		h.gw.reconnectNow();
 		await srv.waitFor(() => srv.framesOf('resume').length === 1 && h.gw.status === 'ready', 'resumed');
