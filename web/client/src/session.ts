@@ -167,19 +167,42 @@ function bySeq(a: Message, b: Message): number {
 	return a.seq - b.seq;
 }
 
-/** Insert or replace messages (by id, and pending ones by client_msg_id), keeping seq order. */
+/** Where m already is in list (by id, or a pending copy by client_msg_id), searching from the end. */
+function indexOfMessage(list: LocalMessage[], m: LocalMessage): number {
+	for (let i = list.length - 1; i >= 0; i--) {
+		const x = list[i];
+		if (x.id === m.id) return i;
+		if (x.pending || x.failed) {
+			if (m.client_msg_id && x.client_msg_id === m.client_msg_id && x.user_id === m.user_id) return i;
+		} else if (x.seq < m.seq) {
+			return -1; // the list is in seq order: m is not further back
+		}
+	}
+	return -1;
+}
+
+/**
+ * Insert or replace messages (by id, and pending ones by client_msg_id),
+ * keeping seq order. The common cases, a new message at the end and an edit,
+ * cost one scan and one copy; only out-of-order inserts sort.
+ */
 function mergeMessages(list: LocalMessage[], add: LocalMessage[]): LocalMessage[] {
 	const out = list.slice();
+	let sorted = true;
 	for (const m of add) {
-		let i = out.findIndex((x) => x.id === m.id || (!!m.client_msg_id && x.pending !== undefined && x.client_msg_id === m.client_msg_id && x.user_id === m.user_id));
+		const i = indexOfMessage(out, m);
 		if (i >= 0) {
 			out[i] = keepMe(out[i], m);
+			if ((i > 0 && out[i - 1].seq > m.seq) || (i < out.length - 1 && out[i + 1].seq < m.seq)) sorted = false;
 			continue;
 		}
-		out.push(m);
+		// Pending messages (seq MAX_SAFE_INTEGER) stay last: insert before them.
+		let j = out.length;
+		while (j > 0 && out[j - 1].seq > m.seq && (out[j - 1].pending || out[j - 1].failed)) j--;
+		if (j > 0 && out[j - 1].seq > m.seq) sorted = false;
+		out.splice(j, 0, m);
 	}
-	// Pending messages (seq Infinity) stay last.
-	return out.sort(bySeq);
+	return sorted ? out : out.sort(bySeq);
 }
 
 /** Event payloads carry reactions with me=false; keep what this session knows. */
@@ -928,8 +951,20 @@ export class Session {
 		} else {
 			const cur = this.s.messages[m.channel_id];
 			if (cur?.loaded) {
-				const present = cur.messages.some((x) => x.id === m.id || (x.client_msg_id && x.client_msg_id === m.client_msg_id && x.user_id === m.user_id));
-				if (present || !cur.hasNewer) this.setList('messages', m.channel_id, { messages: own ? this.replaceOwn(cur.messages, m) : mergeMessages(cur.messages, [m]) });
+				const present = indexOfMessage(cur.messages, m) >= 0;
+				if (present || !cur.hasNewer) {
+					let msgs = own ? this.replaceOwn(cur.messages, m) : mergeMessages(cur.messages, [m]);
+					let hasOlder = cur.hasOlder;
+					// A channel that is not on screen keeps only its latest messages
+					// (older ones load again on demand): busy background channels
+					// must not grow without bound.
+					const cap = 4 * (this.opts.pageSize ?? 50);
+					if (!present && m.channel_id !== this.s.activeChannelId && msgs.length > cap) {
+						msgs = msgs.slice(msgs.length - cap);
+						hasOlder = true;
+					}
+					this.setList('messages', m.channel_id, { messages: msgs, hasOlder });
+				}
 			}
 			for (const [rootId, list] of Object.entries(this.s.replies)) {
 				if (rootId === m.id && list.root) this.setList('replies', rootId, { root: own ? m : keepMe(list.root, m) });
