@@ -201,6 +201,7 @@ test('two people chat in real time, and nothing is lost across a server restart'
   const bobGeneral = bob.getByTestId('channel-general');
   await expect(bobGeneral).toHaveClass(/unread/);
   await expect(bobGeneral.getByTestId('mention-badge')).toHaveText('1');
+  await expect(bob).toHaveTitle(/^\(1\) #launch-plan · Acme Rockets · Parley$/);
   // A mention elsewhere raises a browser notification.
   await expect.poll(notes).toContainEqual({ title: 'Alice Moreau · #general', body: `@${b.handle} can you check the budget?` });
   await bobGeneral.click();

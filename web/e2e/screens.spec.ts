@@ -51,6 +51,10 @@ test('main screens of the demo workspace', async ({ browser, shot }) => {
     await alice.getByTestId('composer').click();
     await shot(alice, 'channel');
 
+    // Escape closes the thread panel.
+    await alice.keyboard.press('Escape');
+    await expect(alice.getByTestId('thread-panel')).toBeHidden();
+
     // The member list (with presence) and the directory.
     await alice.getByTestId('member-count').click();
     await expect(alice.getByTestId('member-panel').getByTestId('member').first()).toBeVisible();

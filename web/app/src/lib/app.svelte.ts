@@ -133,6 +133,9 @@ class App {
       session.subscribe((s) => (this.s = s)),
       session.on('loggedOut', () => this.forget()),
       session.on('notify', (n) => this.notify(n)),
+      // Background failures (a user lookup, a read marker) are already
+      // reflected in state where it matters; keep a trace for developers.
+      session.on('error', (e) => console.warn('parley:', e.message)),
     );
     const lastChannel = store()?.getItem(CHANNEL_KEY + wsId) ?? undefined;
     await session.start(wsId, { channelId: lastChannel });
