@@ -46,6 +46,7 @@ test('two people chat in real time, and nothing is lost across a server restart'
 
   // ---- Alice: sign up, create a workspace and a channel, make an invite ----
   await signUp(alice, a);
+  await expect(alice.getByTestId('ws-name')).toBeVisible();
   await shot(alice, 'workspaces');
   await alice.getByTestId('ws-name').fill('Acme Rockets');
   await alice.getByTestId('ws-create').click();
