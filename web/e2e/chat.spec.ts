@@ -207,6 +207,8 @@ test('two people chat in real time, and nothing is lost across a server restart'
   await expect.poll(notes).toContainEqual({ title: 'Alice Moreau · #general', body: `@${b.handle} can you check the budget?` });
   await bobGeneral.click();
   await expect(message(bob, 'can you check the budget?').locator('.mention.me')).toHaveText(`@${b.handle}`);
+  // A "New" line sits right above the first unread message.
+  await expect(bob.getByTestId('message-list').locator('[data-key="new-messages"] + [data-key]')).toContainText('can you check the budget?');
   await expect(bobGeneral).not.toHaveClass(/unread/);
   await expect(bobGeneral.getByTestId('mention-badge')).toHaveCount(0);
   await bob.getByTestId('channel-launch-plan').click();

@@ -26,7 +26,7 @@ describe('buildRows', () => {
       ],
       now,
     );
-    expect(rows.map((r) => (r.kind === 'day' ? `[${r.label}]` : `${r.key}${r.grouped ? '+' : ''}`))).toEqual([
+    expect(rows.map((r) => (r.kind === 'day' ? `[${r.label}]` : r.kind === 'msg' ? `${r.key}${r.grouped ? '+' : ''}` : r.kind))).toEqual([
       expect.stringMatching(/^\[(?!Today|Yesterday).+\]$/),
       'a',
       '[Yesterday]',
@@ -47,5 +47,29 @@ describe('buildRows', () => {
   it('keys are stable and unique', () => {
     const rows = buildRows([msg('x', 'ann', t(22, 9, 0)), msg('y', 'ann', t(22, 9, 1))], now);
     expect(new Set(rows.map((r) => r.key)).size).toBe(rows.length);
+  });
+});
+
+describe('buildRows: the new-messages divider', () => {
+  const now = new Date(2026, 10, 22, 15, 0);
+  const at = (m: number) => new Date(2026, 10, 22, 9, m);
+
+  it('goes before the first unread message by someone else, which gets its header', () => {
+    const rows = buildRows(
+      [
+        msg('a', 'bob', at(0), { seq: 3 }),
+        msg('mine', 'me', at(1), { seq: 5 }), // after the marker, but mine
+        msg('b', 'bob', at(2), { seq: 7 }),
+        msg('c', 'bob', at(3), { seq: 8 }),
+      ],
+      now,
+      { unreadAfter: 4, selfId: 'me' },
+    );
+    expect(rows.map((r) => (r.kind === 'msg' ? `${r.key}${r.grouped ? '+' : ''}` : r.kind))).toEqual(['day', 'a', 'mine', 'new', 'b', 'c+']);
+  });
+
+  it('is absent when nothing is unread', () => {
+    const rows = buildRows([msg('a', 'bob', at(0), { seq: 3 })], now, { unreadAfter: 3, selfId: 'me' });
+    expect(rows.some((r) => r.kind === 'new')).toBe(false);
   });
 });

@@ -1,20 +1,35 @@
 // The rows of a message list: a day separator before the first message of
 // each local day, and messages grouped under one header while the same
 // person keeps writing (within five minutes, and not after a thread root).
+// With unreadAfter (the read marker when the channel was opened), a "New
+// messages" divider goes before the first later message by someone else.
 import { dayKey, dayLabel } from './time';
 import type { Row, ViewMessage } from './view';
 
 export const GROUP_MS = 5 * 60 * 1000;
 
-export function buildRows(messages: readonly ViewMessage[], now = new Date()): Row[] {
+export function buildRows(
+  messages: readonly ViewMessage[],
+  now = new Date(),
+  opts: { unreadAfter?: number; selfId?: string } = {},
+): Row[] {
   const out: Row[] = [];
-  let prev: ViewMessage | undefined;
+  let prev: ViewMessage | undefined; // the message a new one may group with
+  let lastDay = '';
+  let divided = opts.unreadAfter === undefined;
   for (const m of messages) {
     const day = dayKey(m.created_at);
-    const newDay = !prev || dayKey(prev.created_at) !== day;
-    if (newDay) out.push({ kind: 'day', key: 'day-' + day, label: dayLabel(m.created_at, now) });
+    if (day !== lastDay) {
+      out.push({ kind: 'day', key: 'day-' + day, label: dayLabel(m.created_at, now) });
+      lastDay = day;
+      prev = undefined;
+    }
+    if (!divided && !m.pending && m.seq > opts.unreadAfter! && m.user_id !== opts.selfId) {
+      out.push({ kind: 'new', key: 'new-messages' });
+      divided = true;
+      prev = undefined;
+    }
     const grouped =
-      !newDay &&
       !!prev &&
       prev.user_id === m.user_id &&
       !prev.reply_count &&

@@ -21,4 +21,5 @@ export interface RowContext {
 /** A row of the virtualised list. */
 export type Row =
   | { kind: 'day'; key: string; label: string }
+  | { kind: 'new'; key: string }
   | { kind: 'msg'; key: string; m: ViewMessage; grouped: boolean };
