@@ -174,7 +174,7 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 	if err != nil {
 		return nil, err
 	}
-	scfg := sqlstore.Config{Publisher: n.bus, Logger: log}
+	scfg := sqlstore.Config{Publisher: n.bus, Logger: log, LiveConfig: n.config}
 	if o.DB != "" {
 		scfg.PostgresURL = o.DB
 		log.Info("opening store", "dialect", "postgres", "url", redactURL(o.DB))
