@@ -48,6 +48,18 @@ export interface ApiOptions {
 	fetch?: typeof fetch;
 	/** Called when a request is answered 401: the token is gone. */
 	onUnauthorized?: () => void;
+	/**
+	 * How many times a request that is safe to repeat is retried after a
+	 * failure in transit, a 503 or a 429 (default 2). The wait honours
+	 * Retry-After up to 5 s, else 300 ms then 1 s, with jitter.
+	 */
+	retries?: number;
+}
+
+export interface RequestOptions {
+	signal?: AbortSignal;
+	/** Safe to repeat (default: GET, PUT and DELETE are). */
+	idempotent?: boolean;
 }
 
 export interface PageQuery {
@@ -98,8 +110,10 @@ export class Api {
 	private token: string | undefined;
 	private readonly fetchFn: typeof fetch;
 	private readonly onUnauthorized?: () => void;
+	private readonly retries: number;
 
 	constructor(opts: ApiOptions = {}) {
+		this.retries = opts.retries ?? 2;
 		this.baseUrl = (opts.baseUrl ?? '').replace(/\/+$/, '');
 		this.token = opts.token;
 		this.fetchFn = opts.fetch ?? ((...a) => globalThis.fetch(...a));
@@ -121,8 +135,25 @@ export class Api {
 		return base.replace(/^http/, 'ws') + '/api/v1/gateway';
 	}
 
-	/** Low-level request; path is relative to /api/v1. */
-	async request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+	/**
+	 * Low-level request; path is relative to /api/v1. Requests that are safe
+	 * to repeat are retried (see ApiOptions.retries).
+	 */
+	async request<T>(method: string, path: string, body?: unknown, opts: RequestOptions = {}): Promise<T> {
+		const idempotent = opts.idempotent ?? (method === 'GET' || method === 'PUT' || method === 'DELETE');
+		for (let attempt = 0; ; attempt++) {
+			try {
+				return await this.once<T>(method, path, body, opts.signal);
+			} catch (e) {
+				if (!(e instanceof ApiError) || !idempotent || attempt >= this.retries || opts.signal?.aborted) throw e;
+				if (e.status !== 0 && e.status !== 503 && e.status !== 429) throw e;
+				const base = e.retryAfterMs !== undefined ? Math.min(e.retryAfterMs, 5000) : attempt === 0 ? 300 : 1000;
+				await new Promise((r) => setTimeout(r, base + Math.random() * 250));
+			}
+		}
+	}
+
+	private async once<T>(method: string, path: string, body: unknown, signal: AbortSignal | undefined): Promise<T> {
 		const headers: Record<string, string> = { Accept: 'application/json' };
 		if (this.token) headers.Authorization = `Bearer ${this.token}`;
 		if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -200,7 +231,7 @@ export class Api {
 
 	/** Users by id (at most limits.max_batch_users per call). */
 	usersBatch(ids: string[]): Promise<ListOf<'users', User>> {
-		return this.request('POST', '/users/batch', { ids });
+		return this.request('POST', '/users/batch', { ids }, { idempotent: true });
 	}
 
 	// ---- workspaces -----------------------------------------------------
@@ -240,7 +271,7 @@ export class Api {
 	}
 
 	boot(q: BootQuery): Promise<Boot> {
-		return this.request('POST', '/boot', q);
+		return this.request('POST', '/boot', q, { idempotent: true });
 	}
 
 	// ---- channels -------------------------------------------------------
@@ -256,7 +287,7 @@ export class Api {
 
 	/** Open (or find) a DM (one other) or group DM (2–8 others). */
 	openDM(workspaceId: string, userIds: string[]): Promise<Channel> {
-		return this.request('POST', '/dms', { workspace_id: workspaceId, user_ids: userIds });
+		return this.request('POST', '/dms', { workspace_id: workspaceId, user_ids: userIds }, { idempotent: true });
 	}
 
 	getChannel(id: string): Promise<Channel> {
@@ -303,14 +334,14 @@ export class Api {
 
 	/** Move the caller's read marker to seq. */
 	markRead(id: string, seq: number): Promise<ReadState> {
-		return this.request('POST', `/channels/${seg(id)}/read`, { seq });
+		return this.request('POST', `/channels/${seg(id)}/read`, { seq }, { idempotent: true });
 	}
 
 	// ---- messages -------------------------------------------------------
 
 	/** Post a message; the same clientMsgId twice returns the first message. */
 	postMessage(channelId: string, p: { text: string; client_msg_id: string; thread_root_id?: string }): Promise<Message> {
-		return this.request('POST', `/channels/${seg(channelId)}/messages`, p);
+		return this.request('POST', `/channels/${seg(channelId)}/messages`, p, { idempotent: true }); // client_msg_id makes it safe
 	}
 
 	/** A page of history, ascending by seq (no cursor: the latest). */
@@ -372,7 +403,7 @@ export class Api {
 	}
 
 	markThreadRead(rootId: string): Promise<Thread> {
-		return this.request('POST', `/threads/${seg(rootId)}/read`);
+		return this.request('POST', `/threads/${seg(rootId)}/read`, undefined, { idempotent: true });
 	}
 
 	// ---- search ---------------------------------------------------------
@@ -391,7 +422,7 @@ export class Api {
 
 	/** Missed events of many channels (at most 500) in one call. */
 	sync(channels: Record<string, number>): Promise<{ channels: Record<string, SyncEntry> }> {
-		return this.request('POST', '/sync', { channels });
+		return this.request('POST', '/sync', { channels }, { idempotent: true });
 	}
 }
 

@@ -52,6 +52,8 @@ export class FakeParley {
 	/** Held /sync answers: resolved by releaseSync(). */
 	holdSync = false;
 	private syncWaiters: Array<() => void> = [];
+	/** Statuses to answer the next requests to a path with (then it works again). */
+	readonly failNext = new Map<string, number[]>();
 	/** Page size of /events. */
 	eventsPage = 200;
 	/** /sync answers too_far above this many missed events. */
@@ -260,6 +262,13 @@ export class FakeParley {
 			res.writeHead(status, { 'Content-Type': 'application/json' });
 			res.end(JSON.stringify(v));
 		};
+		const fail = this.failNext.get(u.pathname);
+		if (fail?.length) {
+			const status = fail.shift()!;
+			res.writeHead(status, { 'Content-Type': 'application/json', 'Retry-After': '0' });
+			res.end(JSON.stringify({ error: { code: status === 429 ? 'rate_limited' : 'unavailable', message: 'try again' } }));
+			return;
+		}
 		let m: RegExpMatchArray | null;
 		if (req.method === 'POST' && u.pathname === '/api/v1/sync') {
 			if (this.holdSync) await new Promise<void>((r) => this.syncWaiters.push(r));
