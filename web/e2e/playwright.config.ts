@@ -13,8 +13,8 @@ export default defineConfig({
 	workers: 1,
 	fullyParallel: false,
 	retries: 0,
-	timeout: 90_000,
-	expect: { timeout: 10_000 },
+	timeout: 180_000,
+	expect: { timeout: 20_000 },
 	reporter: process.env.CI === 'true' ? [['list']] : [['line']],
 	use: {
 		browserName: 'chromium',
@@ -23,8 +23,8 @@ export default defineConfig({
 		screenshot: 'only-on-failure',
 		trace: 'off',
 		video: 'off',
-		actionTimeout: 10_000,
-		navigationTimeout: 20_000,
+		actionTimeout: 20_000,
+		navigationTimeout: 30_000,
 		viewport: { width: 1280, height: 800 },
 	},
 });
