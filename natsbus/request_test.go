@@ -82,9 +82,10 @@ func TestRequestHandlerErrors(t *testing.T) {
 
 func TestRequestTimeoutAndStopWaits(t *testing.T) {
 	b := mustStart(t, Config{})
-	release := make(chan struct{})
+	release, entered := make(chan struct{}), make(chan struct{})
 	var finished atomic.Bool
 	stop := mustHandle(t, b, "parley.node.N1.slow", func([]byte) ([]byte, error) {
+		close(entered)
 		<-release
 		finished.Store(true)
 		return []byte("late"), nil
@@ -94,6 +95,9 @@ func TestRequestTimeoutAndStopWaits(t *testing.T) {
 	if _, err := b.Request(ctx, "parley.node.N1.slow", nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v, want the deadline", err)
 	}
+	// On a loaded machine the request may reach the handler only after
+	// the requester gave up: stop is checked against a running handler.
+	<-entered
 	stopped := make(chan struct{})
 	go func() {
 		stop()
