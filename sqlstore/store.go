@@ -77,6 +77,7 @@ type Store struct {
 	log     *slog.Logger
 	now     func() time.Time
 	liveCfg parley.LiveConfigSource
+	terms   termStats // PostgreSQL's word frequencies for search plans (searchstats.go)
 }
 
 var _ parley.Store = (*Store)(nil)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/spf13/pflag"
 
@@ -133,31 +134,48 @@ func TestRedactURL(t *testing.T) {
 
 func TestRootHandler(t *testing.T) {
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("api " + r.URL.Path)) })
-	h := rootHandler(api)
-	get := func(method, path string) *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-		return rec
-	}
-	rec := get("GET", "/")
-	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "Parley is running") ||
-		!strings.Contains(rec.Body.String(), `href="/api/v1/openapi.json"`) ||
-		!strings.Contains(rec.Body.String(), "web client is not built yet") {
-		t.Fatalf("landing: %d %s", rec.Code, rec.Body)
-	}
-	if csp := rec.Header().Get("Content-Security-Policy"); !strings.HasPrefix(csp, "default-src 'none'") || strings.Contains(csp, "script-src") {
-		t.Fatalf("landing CSP %q", csp)
-	}
-	if rec := get("GET", "/api/v1/me"); rec.Body.String() != "api /api/v1/me" {
-		t.Fatalf("/api/v1/ not routed to the API: %s", rec.Body)
-	}
-	rec = get("GET", "/favicon.ico")
-	if rec.Code != 404 || rec.Header().Get("Content-Type") != "application/json" ||
-		!bytes.Contains(rec.Body.Bytes(), []byte(`"code":"not_found"`)) {
-		t.Fatalf("404: %d %q %s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
-	}
-	if rec := get("POST", "/"); rec.Code != 405 || rec.Header().Get("Allow") == "" {
-		t.Fatalf("POST /: %d", rec.Code)
+	for _, built := range []bool{false, true} {
+		web := fstest.MapFS{"README": {Data: []byte("placeholder")}}
+		if built {
+			web["index.html"] = &fstest.MapFile{Data: []byte(`<!doctype html><div id="app"></div>`)}
+			web["assets/app-1234.js"] = &fstest.MapFile{Data: []byte("console.log(1)")}
+		}
+		h := rootHandler(api, web)
+		get := func(method, path string) *httptest.ResponseRecorder {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+			return rec
+		}
+		rec := get("GET", "/")
+		if built {
+			if rec.Code != 200 || !strings.Contains(rec.Body.String(), `<div id="app">`) ||
+				!strings.Contains(rec.Header().Get("Content-Security-Policy"), "script-src 'self'") {
+				t.Fatalf("app shell: %d %q %s", rec.Code, rec.Header().Get("Content-Security-Policy"), rec.Body)
+			}
+			if rec := get("GET", "/assets/app-1234.js"); rec.Code != 200 || rec.Body.String() != "console.log(1)" {
+				t.Fatalf("asset: %d %s", rec.Code, rec.Body)
+			}
+		} else {
+			if rec.Code != 200 || !strings.Contains(rec.Body.String(), "Parley is running") ||
+				!strings.Contains(rec.Body.String(), `href="/api/v1/openapi.json"`) ||
+				!strings.Contains(rec.Body.String(), "web client is not built") {
+				t.Fatalf("not-built page: %d %s", rec.Code, rec.Body)
+			}
+			if csp := rec.Header().Get("Content-Security-Policy"); !strings.HasPrefix(csp, "default-src 'none'") || strings.Contains(csp, "script-src") {
+				t.Fatalf("not-built page CSP %q", csp)
+			}
+		}
+		if rec := get("GET", "/api/v1/me"); rec.Body.String() != "api /api/v1/me" {
+			t.Fatalf("/api/v1/ not routed to the API: %s", rec.Body)
+		}
+		rec = get("GET", "/favicon.ico")
+		if rec.Code != 404 || rec.Header().Get("Content-Type") != "application/json" ||
+			!bytes.Contains(rec.Body.Bytes(), []byte(`"code":"not_found"`)) {
+			t.Fatalf("404: %d %q %s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+		}
+		if rec := get("POST", "/"); rec.Code != 405 || rec.Header().Get("Allow") == "" {
+			t.Fatalf("POST /: %d", rec.Code)
+		}
 	}
 }
 

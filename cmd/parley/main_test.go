@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"parley/internal/testpg"
+	"parley/webui"
 )
 
 // These tests build the real binary and run it as a user would: flags, the
@@ -414,11 +415,17 @@ func TestServeDemo(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), "Parley is running") ||
+	// The web client when this binary embeds a build, else the not-built page.
+	if webui.Built(webui.Dist()) {
+		if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "script-src 'self'") ||
+			!strings.Contains(string(body), "<script") {
+			t.Fatalf("web client: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Security-Policy"), body)
+		}
+	} else if resp.StatusCode != 200 || !strings.Contains(string(body), "web client is not built") ||
 		!strings.HasPrefix(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
-		t.Fatalf("landing page: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Security-Policy"), body)
+		t.Fatalf("not-built page: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Security-Policy"), body)
 	}
-	resp, err = http.Get(p.url + "no/such/page")
+	resp, err = http.Get(p.url + "no/such/file.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

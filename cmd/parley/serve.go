@@ -29,6 +29,7 @@ import (
 	"parley/querycache"
 	"parley/ring"
 	"parley/sqlstore"
+	"parley/webui"
 )
 
 // HTTP server limits. The API's slowest legitimate request is a large
@@ -173,7 +174,7 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 	if err != nil {
 		return nil, err
 	}
-	scfg := sqlstore.Config{Publisher: n.bus, Logger: log}
+	scfg := sqlstore.Config{Publisher: n.bus, Logger: log, LiveConfig: n.config}
 	if o.DB != "" {
 		scfg.PostgresURL = o.DB
 		log.Info("opening store", "dialect", "postgres", "url", redactURL(o.DB))
@@ -197,7 +198,7 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 
 	api := httpapi.New(httpapi.Config{Store: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Cache: n.startQueryCache()})
 	n.api = &http.Server{
-		Handler:           rootHandler(api.Handler()),
+		Handler:           rootHandler(api.Handler(), webui.Dist()),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

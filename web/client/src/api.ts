@@ -1,0 +1,436 @@
+// Api: a typed fetch wrapper for every HTTP endpoint of the Parley API.
+
+import type {
+	Boot,
+	BootQuery,
+	Channel,
+	ChannelHeader,
+	ChannelKind,
+	Invite,
+	ListOf,
+	LogEntry,
+	Member,
+	MentionSuggestion,
+	Message,
+	ReadState,
+	SearchResult,
+	SyncEntry,
+	Thread,
+	User,
+	UserStatus,
+	Workspace,
+} from './types';
+
+/** An error answer of the API, or a failure in transit (status 0). */
+export class ApiError extends Error {
+	/** HTTP status; 0 when the request never got an answer. */
+	readonly status: number;
+	/** The API's error code (`not_found`, `forbidden`, …), or `network`. */
+	readonly code: string;
+	/** From Retry-After on 429 and 503, in milliseconds. */
+	readonly retryAfterMs?: number;
+
+	constructor(status: number, code: string, message: string, retryAfterMs?: number) {
+		super(message);
+		this.name = 'ApiError';
+		this.status = status;
+		this.code = code;
+		this.retryAfterMs = retryAfterMs;
+	}
+}
+
+export interface ApiOptions {
+	/** Origin of the server, e.g. "http://127.0.0.1:8080"; "" (default) for the page's own origin. */
+	baseUrl?: string;
+	/** Bearer token; set later with setToken. */
+	token?: string;
+	/** fetch implementation (default globalThis.fetch). */
+	fetch?: typeof fetch;
+	/** Called when a request is answered 401: the token is gone. */
+	onUnauthorized?: () => void;
+	/**
+	 * How many times a request that is safe to repeat is retried after a
+	 * failure in transit, a 503 or a 429 (default 2). The wait honours
+	 * Retry-After up to 5 s, else 300 ms then 1 s, with jitter.
+	 */
+	retries?: number;
+}
+
+export interface RequestOptions {
+	signal?: AbortSignal;
+	/** Safe to repeat (default: GET, PUT and DELETE are). */
+	idempotent?: boolean;
+}
+
+export interface PageQuery {
+	cursor?: string;
+	limit?: number;
+}
+
+export interface HistoryQuery {
+	before_seq?: number;
+	after_seq?: number;
+	limit?: number;
+}
+
+/** Answer of signup and login. */
+export interface AuthResult {
+	user: User;
+	token: string;
+}
+
+export type SwitcherResult = { channels: Channel[]; users: User[] };
+
+/** Escape one path segment. */
+const seg = (s: string) => encodeURIComponent(s);
+
+function query(q: Record<string, string | number | boolean | undefined>): string {
+	const p = new URLSearchParams();
+	for (const [k, v] of Object.entries(q)) {
+		if (v !== undefined && v !== '') p.set(k, String(v));
+	}
+	const s = p.toString();
+	return s ? `?${s}` : '';
+}
+
+function parseRetryAfter(h: string | null): number | undefined {
+	if (!h) return undefined;
+	const n = Number(h);
+	if (Number.isFinite(n)) return Math.max(0, n * 1000);
+	const t = Date.parse(h);
+	return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
+}
+
+/**
+ * Api calls the HTTP API under /api/v1. Every method returns the decoded
+ * answer or throws ApiError. It never retries on its own; callers decide.
+ */
+export class Api {
+	readonly baseUrl: string;
+	private token: string | undefined;
+	private readonly fetchFn: typeof fetch;
+	private readonly onUnauthorized?: () => void;
+	private readonly retries: number;
+
+	constructor(opts: ApiOptions = {}) {
+		this.retries = opts.retries ?? 2;
+		this.baseUrl = (opts.baseUrl ?? '').replace(/\/+$/, '');
+		this.token = opts.token;
+		this.fetchFn = opts.fetch ?? ((...a) => globalThis.fetch(...a));
+		this.onUnauthorized = opts.onUnauthorized;
+	}
+
+	/** The bearer token in use, if any. */
+	getToken(): string | undefined {
+		return this.token;
+	}
+
+	setToken(token: string | undefined): void {
+		this.token = token;
+	}
+
+	/** The gateway URL on the API's own host (ws:// or wss://). */
+	gatewayUrl(): string {
+		const base = this.baseUrl || (typeof location !== 'undefined' ? location.origin : '');
+		return base.replace(/^http/, 'ws') + '/api/v1/gateway';
+	}
+
+	/**
+	 * Low-level request; path is relative to /api/v1. Requests that are safe
+	 * to repeat are retried (see ApiOptions.retries).
+	 */
+	async request<T>(method: string, path: string, body?: unknown, opts: RequestOptions = {}): Promise<T> {
+		const idempotent = opts.idempotent ?? (method === 'GET' || method === 'PUT' || method === 'DELETE');
+		for (let attempt = 0; ; attempt++) {
+			try {
+				return await this.once<T>(method, path, body, opts.signal);
+			} catch (e) {
+				if (!(e instanceof ApiError) || !idempotent || attempt >= this.retries || opts.signal?.aborted) throw e;
+				if (e.status !== 0 && e.status !== 503 && e.status !== 429) throw e;
+				const base = e.retryAfterMs !== undefined ? Math.min(e.retryAfterMs, 5000) : attempt === 0 ? 300 : 1000;
+				await new Promise((r) => setTimeout(r, base + Math.random() * 250));
+			}
+		}
+	}
+
+	private async once<T>(method: string, path: string, body: unknown, signal: AbortSignal | undefined): Promise<T> {
+		const headers: Record<string, string> = { Accept: 'application/json' };
+		if (this.token) headers.Authorization = `Bearer ${this.token}`;
+		if (body !== undefined) headers['Content-Type'] = 'application/json';
+		let res: Response;
+		try {
+			res = await this.fetchFn(`${this.baseUrl}/api/v1${path}`, {
+				method,
+				headers,
+				body: body === undefined ? undefined : JSON.stringify(body),
+				signal,
+			});
+		} catch (e) {
+			if (signal?.aborted) throw e;
+			throw new ApiError(0, 'network', `${method} ${path}: ${(e as Error).message ?? e}`);
+		}
+		if (res.status === 204) return undefined as T;
+		const text = await res.text();
+		let data: unknown = undefined;
+		if (text) {
+			try {
+				data = JSON.parse(text);
+			} catch {
+				if (res.ok) throw new ApiError(res.status, 'decode', `${method} ${path}: answer is not JSON`);
+			}
+		}
+		if (!res.ok) {
+			const err = (data as { error?: { code?: string; message?: string } } | undefined)?.error;
+			if (res.status === 401) this.onUnauthorized?.();
+			throw new ApiError(
+				res.status,
+				err?.code ?? `http_${res.status}`,
+				err?.message ?? `${method} ${path}: HTTP ${res.status}`,
+				parseRetryAfter(res.headers.get('Retry-After')),
+			);
+		}
+		return data as T;
+	}
+
+	// ---- accounts -------------------------------------------------------
+
+	/** Create an account; the returned token is also kept for later calls. */
+	async signup(p: { email: string; password: string; name: string; handle: string }): Promise<AuthResult> {
+		const r = await this.request<AuthResult>('POST', '/auth/signup', p);
+		this.token = r.token;
+		return r;
+	}
+
+	/** Log in; the returned token is also kept for later calls. */
+	async login(email: string, password: string): Promise<AuthResult> {
+		const r = await this.request<AuthResult>('POST', '/auth/login', { email, password });
+		this.token = r.token;
+		return r;
+	}
+
+	/** Revoke the token (its sockets close with 4004) and forget it. */
+	async logout(): Promise<void> {
+		try {
+			await this.request<void>('POST', '/auth/logout');
+		} finally {
+			this.token = undefined;
+		}
+	}
+
+	me(): Promise<User> {
+		return this.request('GET', '/me');
+	}
+
+	updateMe(p: Partial<Pick<User, 'name' | 'title' | 'avatar_hash'>>): Promise<User> {
+		return this.request('PATCH', '/me', p);
+	}
+
+	setStatus(s: UserStatus): Promise<User> {
+		return this.request('PUT', '/me/status', s);
+	}
+
+	/** Users by id (at most limits.max_batch_users per call). */
+	usersBatch(ids: string[]): Promise<ListOf<'users', User>> {
+		return this.request('POST', '/users/batch', { ids }, { idempotent: true });
+	}
+
+	// ---- workspaces -----------------------------------------------------
+
+	createWorkspace(name: string, slug: string): Promise<Workspace> {
+		return this.request('POST', '/workspaces', { name, slug });
+	}
+
+	listWorkspaces(): Promise<ListOf<'workspaces', Workspace>> {
+		return this.request('GET', '/workspaces');
+	}
+
+	getWorkspace(ws: string): Promise<Workspace> {
+		return this.request('GET', `/workspaces/${seg(ws)}`);
+	}
+
+	createInvite(ws: string, p: { max_uses?: number; expires_in_s?: number } = {}): Promise<Invite> {
+		return this.request('POST', `/workspaces/${seg(ws)}/invites`, p);
+	}
+
+	acceptInvite(code: string): Promise<Workspace> {
+		return this.request('POST', `/invites/${seg(code)}/accept`);
+	}
+
+	setMemberRole(ws: string, userId: string, role: string): Promise<void> {
+		return this.request('PUT', `/workspaces/${seg(ws)}/members/${seg(userId)}/role`, { role });
+	}
+
+	/** The workspace directory, a page at a time (q filters by name/handle). */
+	listUsers(ws: string, q: { q?: string } & PageQuery = {}): Promise<ListOf<'users', User>> {
+		return this.request('GET', `/workspaces/${seg(ws)}/users${query({ ...q })}`);
+	}
+
+	/** Quick switcher: ranked channels and people matching q. */
+	switcher(ws: string, q: string): Promise<SwitcherResult> {
+		return this.request('GET', `/workspaces/${seg(ws)}/switcher${query({ q })}`);
+	}
+
+	boot(q: BootQuery): Promise<Boot> {
+		return this.request('POST', '/boot', q, { idempotent: true });
+	}
+
+	// ---- channels -------------------------------------------------------
+
+	createChannel(ws: string, p: { name: string; kind: 'public' | 'private'; topic?: string }): Promise<Channel> {
+		return this.request('POST', `/workspaces/${seg(ws)}/channels`, p);
+	}
+
+	/** Channel browser: the workspace's channels the caller can see. */
+	listChannels(ws: string, q: { q?: string } & PageQuery = {}): Promise<ListOf<'channels', Channel>> {
+		return this.request('GET', `/workspaces/${seg(ws)}/channels${query({ ...q })}`);
+	}
+
+	/** Open (or find) a DM (one other) or group DM (2–8 others). */
+	openDM(workspaceId: string, userIds: string[]): Promise<Channel> {
+		return this.request('POST', '/dms', { workspace_id: workspaceId, user_ids: userIds }, { idempotent: true });
+	}
+
+	getChannel(id: string): Promise<Channel> {
+		return this.request('GET', `/channels/${seg(id)}`);
+	}
+
+	updateChannel(id: string, p: { name?: string; topic?: string; purpose?: string }): Promise<Channel> {
+		return this.request('PATCH', `/channels/${seg(id)}`, p);
+	}
+
+	archiveChannel(id: string): Promise<Channel> {
+		return this.request('POST', `/channels/${seg(id)}/archive`);
+	}
+
+	joinChannel(id: string): Promise<Channel> {
+		return this.request('POST', `/channels/${seg(id)}/join`);
+	}
+
+	leaveChannel(id: string): Promise<Channel> {
+		return this.request('POST', `/channels/${seg(id)}/leave`);
+	}
+
+	addMembers(id: string, userIds: string[]): Promise<Channel> {
+		return this.request('POST', `/channels/${seg(id)}/members`, { user_ids: userIds });
+	}
+
+	removeMember(id: string, userId: string): Promise<void> {
+		return this.request('DELETE', `/channels/${seg(id)}/members/${seg(userId)}`);
+	}
+
+	listMembers(id: string, q: PageQuery = {}): Promise<ListOf<'members', Member>> {
+		return this.request('GET', `/channels/${seg(id)}/members${query({ ...q })}`);
+	}
+
+	/** People to offer after `@`: channel members first, each with in_channel. */
+	mentionSuggestions(id: string, q: string, limit?: number): Promise<ListOf<'users', MentionSuggestion>> {
+		return this.request('GET', `/channels/${seg(id)}/mention-suggestions${query({ q, limit })}`);
+	}
+
+	/** Channel header: member count, topic, purpose, a few members. */
+	channelHeader(id: string): Promise<ChannelHeader> {
+		return this.request('GET', `/channels/${seg(id)}/header`);
+	}
+
+	/** Move the caller's read marker to seq. */
+	markRead(id: string, seq: number): Promise<ReadState> {
+		return this.request('POST', `/channels/${seg(id)}/read`, { seq }, { idempotent: true });
+	}
+
+	// ---- messages -------------------------------------------------------
+
+	/** Post a message; the same clientMsgId twice returns the first message. */
+	postMessage(channelId: string, p: { text: string; client_msg_id: string; thread_root_id?: string }): Promise<Message> {
+		return this.request('POST', `/channels/${seg(channelId)}/messages`, p, { idempotent: true }); // client_msg_id makes it safe
+	}
+
+	/** A page of history, ascending by seq (no cursor: the latest). */
+	listMessages(channelId: string, q: HistoryQuery = {}): Promise<ListOf<'messages', Message>> {
+		return this.request('GET', `/channels/${seg(channelId)}/messages${query({ ...q })}`);
+	}
+
+	listPins(channelId: string): Promise<ListOf<'messages', Message>> {
+		return this.request('GET', `/channels/${seg(channelId)}/pins`);
+	}
+
+	getMessage(id: string): Promise<Message> {
+		return this.request('GET', `/messages/${seg(id)}`);
+	}
+
+	editMessage(id: string, text: string): Promise<Message> {
+		return this.request('PATCH', `/messages/${seg(id)}`, { text });
+	}
+
+	deleteMessage(id: string): Promise<void> {
+		return this.request('DELETE', `/messages/${seg(id)}`);
+	}
+
+	/** Add the caller's reaction; emoji is a shortcode such as "thumbsup". */
+	addReaction(id: string, emoji: string): Promise<Message> {
+		return this.request('PUT', `/messages/${seg(id)}/reactions/${seg(emoji)}`);
+	}
+
+	removeReaction(id: string, emoji: string): Promise<Message> {
+		return this.request('DELETE', `/messages/${seg(id)}/reactions/${seg(emoji)}`);
+	}
+
+	pin(id: string): Promise<Message> {
+		return this.request('PUT', `/messages/${seg(id)}/pin`);
+	}
+
+	unpin(id: string): Promise<Message> {
+		return this.request('DELETE', `/messages/${seg(id)}/pin`);
+	}
+
+	// ---- threads --------------------------------------------------------
+
+	/** A page of a thread's replies, ascending. */
+	listReplies(rootId: string, q: { after_seq?: number; limit?: number } = {}): Promise<ListOf<'messages', Message>> {
+		return this.request('GET', `/messages/${seg(rootId)}/replies${query({ ...q })}`);
+	}
+
+	/** Followed threads, with unread reply and mention counts. */
+	listThreads(ws: string, q: { unread?: boolean } & PageQuery = {}): Promise<ListOf<'threads', Thread>> {
+		return this.request('GET', `/workspaces/${seg(ws)}/threads${query({ ...q, unread: q.unread ? 'true' : undefined })}`);
+	}
+
+	followThread(rootId: string): Promise<Thread> {
+		return this.request('PUT', `/threads/${seg(rootId)}/follow`);
+	}
+
+	unfollowThread(rootId: string): Promise<Thread> {
+		return this.request('DELETE', `/threads/${seg(rootId)}/follow`);
+	}
+
+	markThreadRead(rootId: string): Promise<Thread> {
+		return this.request('POST', `/threads/${seg(rootId)}/read`, undefined, { idempotent: true });
+	}
+
+	// ---- search ---------------------------------------------------------
+
+	/** Messages the caller may see that match q. */
+	search(ws: string, q: string, p: PageQuery = {}): Promise<ListOf<'results', SearchResult>> {
+		return this.request('GET', `/workspaces/${seg(ws)}/search${query({ q, ...p })}`);
+	}
+
+	// ---- catch-up -------------------------------------------------------
+
+	/** A page of a channel's durable event log after afterSeq, ascending. */
+	listEvents(channelId: string, afterSeq: number, limit?: number): Promise<ListOf<'events', LogEntry>> {
+		return this.request('GET', `/channels/${seg(channelId)}/events${query({ after_seq: afterSeq, limit })}`);
+	}
+
+	/** Missed events of many channels (at most 500) in one call. */
+	sync(channels: Record<string, number>): Promise<{ channels: Record<string, SyncEntry> }> {
+		return this.request('POST', '/sync', { channels }, { idempotent: true });
+	}
+}
+
+/** A fresh client_msg_id. */
+export function newClientMsgId(): string {
+	const c = globalThis.crypto;
+	if (c && 'randomUUID' in c) return c.randomUUID();
+	return `c-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+}
+
+export type { ChannelKind };

@@ -1,0 +1,38 @@
+// @parley/client — Parley's TypeScript client library: the HTTP API (Api),
+// the gateway (Gateway) and framework-agnostic state (Session). It has no DOM
+// framework dependency and runs in browsers and in node (pass a WebSocket
+// implementation there).
+//
+// Typical use in the web app:
+//
+//   const session = new Session({ token });           // same origin
+//   session.on('loggedOut', () => showLogin());
+//   session.on('notify', (n) => notifyUser(n));         // mentions and DMs
+//   const unsubscribe = session.subscribe((s) => (state = s));  // Svelte: $state.raw
+//   await session.start(workspaceId, { channelId });   // boot + gateway
+//   await session.openChannel(channelId);              // focus, history, read marker
+//   await session.send(channelId, 'hello @bob');
+//   session.setPresenceView(userIdsOnScreen);          // presence_sub follows the view
+//   session.api.search(workspaceId, 'query');          // any endpoint: session.api
+//
+// Account screens use an Api on its own: `new Api().signup({...})`, then
+// hand the token to a Session.
+
+export { Api, ApiError, newClientMsgId } from './api';
+export type { ApiOptions, AuthResult, HistoryQuery, PageQuery, SwitcherResult } from './api';
+export { Gateway, backoffDelay, retryAfterDelay, CLIENT_RECONNECT_CODE } from './gateway';
+export type { GatewayEvents, GatewayOptions, GatewayStats, WebSocketCtor, WebSocketLike } from './gateway';
+export { Session, typingKey, mentions } from './session';
+export type {
+	ChannelView,
+	LocalMessage,
+	MessageList,
+	SessionEvents,
+	SessionNotification,
+	SessionOptions,
+	SessionState,
+	ThreadList,
+	TypingUser,
+} from './session';
+export type { Unsubscribe } from './emitter';
+export * from './types';

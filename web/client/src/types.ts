@@ -1,0 +1,292 @@
+// Wire types of the Parley HTTP API and gateway (docs/protocol.md,
+// httpapi/openapi.json). Field names are the server's JSON names; optional
+// fields are those the server may leave out.
+
+/** An RFC 3339 UTC timestamp. */
+export type Time = string;
+
+export type Role = 'owner' | 'admin' | 'member' | 'guest';
+export type ChannelKind = 'public' | 'private' | 'dm' | 'group_dm';
+export type Presence = 'online' | 'away' | 'offline';
+
+export interface UserStatus {
+	emoji: string;
+	text: string;
+	expires_at?: Time;
+}
+
+export interface User {
+	id: string;
+	/** Only ever present on the caller's own user. */
+	email?: string;
+	name: string;
+	handle: string;
+	title: string;
+	avatar_hash: string;
+	status?: UserStatus;
+	deactivated?: boolean;
+	created_at: Time;
+	updated_at: Time;
+}
+
+export interface Workspace {
+	id: string;
+	org_id: string;
+	name: string;
+	slug: string;
+	created_at: Time;
+	/** The caller's role, where the endpoint knows it. */
+	role?: Role;
+}
+
+export interface Invite {
+	code: string;
+	workspace_id: string;
+	max_uses?: number;
+	uses: number;
+	expires_at: Time;
+	created_by: string;
+	created_at: Time;
+}
+
+/** The full channel object (GET /channels/{id}, channel browser, events). */
+export interface Channel {
+	id: string;
+	workspace_id: string;
+	name: string;
+	kind: ChannelKind;
+	topic: string;
+	purpose: string;
+	created_by: string;
+	member_count: number;
+	last_seq: number;
+	created_at: Time;
+	updated_at: Time;
+	archived_at?: Time;
+	dm_user_ids?: string[];
+	is_member: boolean;
+	last_read_seq: number;
+	unread_count?: number;
+	mention_count?: number;
+}
+
+/** A channel or DM as boot lists it: thin and caller-relative. */
+export interface BootChannel {
+	id: string;
+	name: string;
+	kind: ChannelKind;
+	topic: string;
+	member_count: number;
+	last_seq: number;
+	last_read_seq: number;
+	unread_count: number;
+	mention_count: number;
+	updated_at: Time;
+	archived_at?: Time;
+	dm_user_ids?: string[];
+}
+
+export interface RateLimit {
+	per_minute: number;
+	burst: number;
+}
+
+export interface BootLimits {
+	max_message_chars: number;
+	max_body_bytes: number;
+	max_page_size: number;
+	max_group_dm_others: number;
+	max_batch_users: number;
+	max_upload_bytes?: number;
+	rate_limits: Record<string, RateLimit>;
+}
+
+export interface Boot {
+	self: User;
+	workspace: Workspace;
+	/** Public and private channels the caller is in, by name. */
+	channels: BootChannel[];
+	/** DMs and group DMs, most recently active first. */
+	dms: BootChannel[];
+	/** Opaque; pass as `since` to get only what changed. */
+	version?: string;
+	/** With `since` only: every channel and DM the caller is in now. */
+	channel_ids?: string[];
+	/** One-channel-first boot only. */
+	channel?: Channel;
+	messages?: Message[];
+	users?: User[];
+	/** The caller's followed threads, summarised (collapsed threads). */
+	threads?: ThreadsSummary;
+	ws_url: string;
+	limits?: BootLimits;
+	prefs: Record<string, unknown> | null;
+}
+
+export interface ThreadsSummary {
+	/** Followed threads with unread replies. */
+	unread_threads: number;
+	/** Unread mentions in them. */
+	unread_mentions: number;
+}
+
+export interface BootQuery {
+	workspace_id: string;
+	since?: string;
+	channel_id?: string;
+	limit?: number;
+}
+
+export interface Member {
+	user_id: string;
+	joined_at: Time;
+	user?: User;
+}
+
+export interface Reaction {
+	emoji: string;
+	count: number;
+	me: boolean;
+}
+
+export interface Message {
+	id: string;
+	workspace_id: string;
+	channel_id: string;
+	/** The channel seq of its message.created event. */
+	seq: number;
+	user_id: string;
+	text: string;
+	client_msg_id?: string;
+	created_at: Time;
+	edited_at?: Time;
+	thread_root_id?: string;
+	reply_count: number;
+	last_reply_at?: Time;
+	pinned: boolean;
+	reactions: Reaction[];
+}
+
+export interface ReadState {
+	channel_id: string;
+	last_read_seq: number;
+}
+
+export interface Thread {
+	root_id: string;
+	workspace_id?: string;
+	channel_id: string;
+	reply_count: number;
+	last_reply_at: Time;
+	participants?: string[];
+	following?: boolean;
+	last_viewed_at?: Time;
+	unread_replies: number;
+	unread_mentions: number;
+	root?: Message;
+}
+
+/** Search hit; matches in `highlight` are wrapped in U+E000 … U+E001. */
+export interface SearchResult {
+	message: Message;
+	highlight: string;
+}
+
+export const HIGHLIGHT_START = '\ue000';
+export const HIGHLIGHT_END = '\ue001';
+
+export interface MentionSuggestion extends User {
+	in_channel: boolean;
+}
+
+export interface ChannelHeader {
+	channel: Channel;
+	member_count: number;
+	topic: string;
+	purpose: string;
+	members_preview: User[];
+}
+
+/** A durable log entry (/events, /sync). Same `d` as the gateway event. */
+export interface LogEntry {
+	channel_id: string;
+	seq: number;
+	t: string;
+	d: EventData;
+	created_at: Time;
+}
+
+export type SyncEntry =
+	| { events: LogEntry[] }
+	| { too_far: true; last_seq: number }
+	| { error: string };
+
+/** Every list answer: items under a plural key plus `next_cursor` (absent or empty at the end). */
+export type ListOf<K extends string, T> = { [P in K]: T[] } & { next_cursor?: string };
+
+// ---- Gateway ------------------------------------------------------------
+
+/** Event payloads. Every channel event carries channel_id; durable ones seq. */
+export interface EventData {
+	channel_id?: string;
+	seq?: number;
+	message?: Message;
+	message_id?: string;
+	thread_root_id?: string;
+	emoji?: string;
+	user_id?: string;
+	actor_id?: string;
+	member_count?: number;
+	channel?: Channel;
+	last_read_seq?: number;
+	user?: User;
+	presence?: Presence;
+	workspace_id?: string;
+	role?: Role;
+	thread?: Thread;
+	[key: string]: unknown;
+}
+
+/**
+ * An event as the library hands it to the application, whether it came live
+ * on the socket, from a resume replay, or from /sync and /events catch-up.
+ */
+export interface ParleyEvent {
+	/** Event type, e.g. "message.created". */
+	t: string;
+	d: EventData;
+	/** Session sequence; absent for events from catch-up. */
+	s?: number;
+	/** Just-in-time users that came with the frame. */
+	users?: User[];
+	/** Where the event came from. */
+	source: 'live' | 'catchup';
+}
+
+/** Frames the server sends. */
+export type ServerFrame =
+	| { op: 'hello'; heartbeat_ms: number; resume_window_s: number }
+	| { op: 'ready'; session_id: string; user_id: string }
+	| { op: 'resumed'; replayed: number }
+	| { op: 'invalid_session'; reason: string }
+	| { op: 'event'; s: number; t: string; d: EventData; users?: User[] }
+	| { op: 'heartbeat_ack' }
+	| { op: 'reconnect'; reason: string; retry_after_ms: number };
+
+/** Frames the client sends. */
+export type ClientFrame =
+	| { op: 'identify'; token: string; workspace_id: string }
+	| { op: 'resume'; token: string; session_id: string; seq: number }
+	| { op: 'heartbeat' }
+	| { op: 'focus'; channel_ids: string[] }
+	| { op: 'presence_sub'; user_ids: string[] }
+	| { op: 'typing'; channel_id: string; thread_root_id?: string };
+
+/** The gateway connection's state, for a "reconnecting" banner. */
+export type ConnectionStatus =
+	| 'idle' // not started, or stopped by the application
+	| 'connecting' // first connection in progress
+	| 'ready' // identified or resumed, caught up, live
+	| 'reconnecting' // lost the socket; retrying with backoff
+	| 'logged_out' // the token was refused or revoked (close 4004): log in again
+	| 'failed'; // a protocol error the library cannot recover from

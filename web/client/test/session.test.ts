@@ -1,0 +1,119 @@
+import { describe, expect, it } from 'vitest';
+import { Session, mentions, typingKey } from '../src/session';
+import type { Message, ParleyEvent } from '../src/types';
+
+function msg(p: Partial<Message>): Message {
+	return { id: 'M1', workspace_id: 'W', channel_id: 'C1', seq: 1, user_id: 'U2', text: '', created_at: '2026-01-01T00:00:00Z', reply_count: 0, pinned: false, reactions: [], ...p };
+}
+
+const ev = (t: string, d: ParleyEvent['d']): ParleyEvent => ({ t, d, source: 'live' });
+
+describe('mentions', () => {
+	it('finds @handle and the broadcast mentions, not lookalikes', () => {
+		expect(mentions('hi @bob', 'bob')).toBe(true);
+		expect(mentions('hi @Bob.', 'bob')).toBe(true);
+		expect(mentions('@bob: look', 'bob')).toBe(true);
+		expect(mentions('hi @bobby', 'bob')).toBe(false);
+		expect(mentions('mail bob@bob.com', 'bob')).toBe(false);
+		expect(mentions('@here standup', 'bob')).toBe(true);
+		expect(mentions('@channel', undefined)).toBe(true);
+		expect(mentions('nothing', 'bob')).toBe(false);
+	});
+
+	it('keys typing by channel and thread', () => {
+		expect(typingKey('C1')).toBe('C1');
+		expect(typingKey('C1', 'M1')).toBe('C1/M1');
+	});
+});
+
+describe('Session.applyEvent', () => {
+	function session(): Session {
+		const s = new Session({ baseUrl: 'http://127.0.0.1:9' });
+		// A state as after boot and a loaded channel (what start/openChannel build).
+		(s as unknown as { s: Session['state'] }).s = {
+			...s.state,
+			self: { id: 'U1', name: 'Me', handle: 'me', title: '', avatar_hash: '', created_at: '', updated_at: '' },
+			channelsById: {
+				C1: { id: 'C1', name: 'general', kind: 'public', topic: '', member_count: 2, last_seq: 3, last_read_seq: 3, unread_count: 0, mention_count: 0, updated_at: '', is_member: true },
+			},
+			messages: { C1: { messages: [msg({ id: 'M1', seq: 3, reactions: [{ emoji: 'tada', count: 1, me: true }] })], hasOlder: false, hasNewer: false, loading: false, loaded: true } },
+		};
+		return s;
+	}
+
+	it('keeps the caller\'s own reactions when an event copy says me=false', () => {
+		const s = session();
+		s.applyEvent(ev('reaction.added', { channel_id: 'C1', seq: 4, message_id: 'M1', emoji: 'tada', user_id: 'U2' }));
+		expect(s.state.messages.C1.messages[0].reactions).toEqual([{ emoji: 'tada', count: 2, me: true }]);
+		s.applyEvent(ev('reaction.added', { channel_id: 'C1', seq: 5, message_id: 'M1', emoji: 'thumbsup', user_id: 'U1' }));
+		s.applyEvent(ev('message.updated', { channel_id: 'C1', seq: 6, message: msg({ id: 'M1', seq: 3, text: 'edited', reactions: [{ emoji: 'tada', count: 2, me: false }, { emoji: 'thumbsup', count: 1, me: false }] }) }));
+		const m = s.state.messages.C1.messages[0];
+		expect(m.text).toBe('edited');
+		expect(m.reactions).toEqual([{ emoji: 'tada', count: 2, me: true }, { emoji: 'thumbsup', count: 1, me: true }]);
+		s.applyEvent(ev('reaction.removed', { channel_id: 'C1', seq: 7, message_id: 'M1', emoji: 'thumbsup', user_id: 'U1' }));
+		expect(s.state.messages.C1.messages[0].reactions).toEqual([{ emoji: 'tada', count: 2, me: true }]);
+		expect(s.state.channelsById.C1.last_seq).toBe(7);
+	});
+
+	it('counts unread and mentions for others\' top-level messages only, and publishes new snapshots', () => {
+		const s = session();
+		const seen: unknown[] = [];
+		s.subscribe((st) => seen.push(st));
+		const before = s.state;
+		s.applyEvent(ev('message.created', { channel_id: 'C1', seq: 4, message: msg({ id: 'M4', seq: 4, text: 'hi @me' }) }));
+		s.applyEvent(ev('message.created', { channel_id: 'C1', seq: 5, message: msg({ id: 'M5', seq: 5, text: 'mine', user_id: 'U1' }) }));
+		s.applyEvent(ev('message.created', { channel_id: 'C1', seq: 6, message: msg({ id: 'M6', seq: 6, text: 'reply', thread_root_id: 'M1' }) }));
+		s.applyEvent(ev('message.created', { channel_id: 'C1', seq: 4, message: msg({ id: 'M4', seq: 4, text: 'hi @me' }) }));
+		const c = s.state.channelsById.C1;
+		expect([c.unread_count, c.mention_count]).toEqual([1, 1]);
+		expect(s.state.messages.C1.messages.map((m) => m.id)).toEqual(['M1', 'M4', 'M5']);
+		expect(s.state.messages.C1.messages[0].reply_count).toBe(1);
+		expect(s.state).not.toBe(before);
+		expect(before.messages.C1.messages.map((m) => m.id)).toEqual(['M1']); // snapshots are not mutated
+		s.applyEvent(ev('channel.read', { channel_id: 'C1', last_read_seq: 6 }));
+		expect([s.state.channelsById.C1.unread_count, s.state.channelsById.C1.mention_count]).toEqual([0, 0]);
+		s.applyEvent(ev('message.deleted', { channel_id: 'C1', seq: 7, message_id: 'M4' }));
+		expect(s.state.messages.C1.messages.map((m) => m.id)).toEqual(['M1', 'M5']);
+	});
+
+	it('tracks presence and typing, and a message clears its author\'s typing', () => {
+		const s = session();
+		s.applyEvent(ev('presence.changed', { user_id: 'U2', presence: 'away' }));
+		expect(s.state.presence.U2).toBe('away');
+		s.applyEvent(ev('typing.started', { channel_id: 'C1', user_id: 'U2' }));
+		expect(s.state.typing.C1.map((t) => t.userId)).toEqual(['U2']);
+		s.applyEvent(ev('message.created', { channel_id: 'C1', seq: 4, message: msg({ id: 'M4', seq: 4 }) }));
+		expect(s.state.typing.C1).toEqual([]);
+		s.stop();
+	});
+});
+
+describe('Session.ensureUsers', () => {
+	it('batches one tick into one call, and callers during the call wait for it', async () => {
+		const { FakeParley, fakeUser } = await import('./fakeserver');
+		const srv = new FakeParley();
+		await srv.start();
+		try {
+			srv.users.set('U2', fakeUser('U2', 'bob'));
+			srv.users.set('U3', fakeUser('U3', 'carol'));
+			const s = new Session({ baseUrl: srv.url, token: 'T' });
+			const first = s.ensureUsers(['U2', 'U3', 'U2']);
+			const same = s.ensureUsers(['U3', 'NOPE']);
+			await srv.waitFor(() => srv.requestsTo('/api/v1/users/batch').length === 1, 'batch call');
+			// The call is out: a new caller for an id in flight waits for it, with no new call.
+			const during = s.ensureUsers(['U2']);
+			await Promise.all([first, same, during]);
+			expect(srv.requestsTo('/api/v1/users/batch')).toHaveLength(1);
+			expect((srv.requestsTo('/api/v1/users/batch')[0].body as { ids: string[] }).ids.sort()).toEqual(['NOPE', 'U2', 'U3']);
+			expect(s.state.users.U2.handle).toBe('bob');
+			expect(s.state.users.U3.handle).toBe('carol');
+			// Known and unknown ids are not asked for again.
+			await s.ensureUsers(['U2', 'U3', 'NOPE']);
+			expect(s.user('U3')?.handle).toBe('carol');
+			expect(srv.requestsTo('/api/v1/users/batch')).toHaveLength(1);
+			s.stop();
+		} finally {
+			await srv.stop();
+		}
+	});
+});
