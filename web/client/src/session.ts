@@ -39,6 +39,8 @@ export interface LocalMessage extends Message {
 	pending?: boolean;
 	/** Sending failed; `resend` tries again, `discard` drops it. */
 	failed?: boolean;
+	/** Why sending failed (the ApiError's message). */
+	error?: string;
 }
 
 /** A window of messages, ascending by seq. */
@@ -880,7 +882,9 @@ export class Session {
 			this.upsertMessage(m);
 			return m;
 		} catch (e) {
-			this.putLocal(kind, key, { ...local, pending: false, failed: true });
+			const why = e instanceof ApiError ? `${e.message} (${e.status || e.code})` : String(e);
+			this.putLocal(kind, key, { ...local, pending: false, failed: true, error: why });
+			this.fail(e);
 			throw e;
 		}
 	}
@@ -894,7 +898,7 @@ export class Session {
 
 	/** Try a failed message again (same client_msg_id: never posted twice). */
 	resend(local: LocalMessage): Promise<Message> {
-		return this.sendLocal({ ...local, failed: false, pending: true });
+		return this.sendLocal({ ...local, failed: false, pending: true, error: undefined });
 	}
 
 	/** Drop a failed message from the list. */
