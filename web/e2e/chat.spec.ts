@@ -24,6 +24,25 @@ async function signUp(page: Page, u: Person) {
   await page.getByTestId('auth-submit').click();
 }
 
+/**
+ * Count the page's API calls by method and route (ids folded), so that a
+ * feedback loop (an effect that re-fires a request on every state change)
+ * fails the test instead of going unnoticed.
+ */
+function countRequests(page: Page): Map<string, number> {
+  const counts = new Map<string, number>();
+  page.on('request', (r) => {
+    const u = new URL(r.url());
+    if (!u.pathname.startsWith('/api/')) return;
+    const route = `${r.method()} ${u.pathname.replace(/\/[A-Za-z0-9_-]{20,}/g, '/:id')}`;
+    counts.set(route, (counts.get(route) ?? 0) + 1);
+  });
+  return counts;
+}
+
+/** The routes called more than `max` times. */
+const storms = (counts: Map<string, number>, max: number) => [...counts].filter(([, n]) => n > max);
+
 /** The row in the channel's message list whose text contains `text`. */
 const message = (page: Page, text: string) => page.getByTestId('message-list').getByTestId('message').filter({ hasText: text });
 
@@ -39,8 +58,15 @@ async function send(page: Page, text: string, composer = 'composer') {
   await page.getByTestId(composer).press('Enter');
 }
 
+/** Send and wait until the server confirmed it (the local echo has an id of the form local:…). */
+async function sendConfirmed(page: Page, text: string) {
+  await send(page, text);
+  await expect(message(page, text)).not.toHaveAttribute('data-message-id', /^local:/);
+}
+
 test('two people chat in real time, and nothing is lost across a server restart', async ({ browser, server, alice, bob, shot, newUser }) => {
   const problems = [...[alice, bob].map(watchPage)];
+  const calls = [alice, bob].map(countRequests);
   const a = { ...newUser('alice'), name: 'Alice Moreau' };
   const b = { ...newUser('bob'), name: 'Bob Okafor' };
 
@@ -175,7 +201,7 @@ test('two people chat in real time, and nothing is lost across a server restart'
   await shot(alice, 'channel-with-thread');
 
   // ---- Edit and delete own messages ----
-  await send(alice, 'Lunch at noon?');
+  await sendConfirmed(alice, 'Lunch at noon?');
   const lunch = message(alice, 'Lunch at noon?');
   await expect(message(bob, 'Lunch at noon?')).toBeVisible();
   await lunch.hover();
@@ -287,4 +313,7 @@ test('two people chat in real time, and nothing is lost across a server restart'
 
   await shot(bob, 'after-restart');
   expect(problems.flat(), server.logTail()).toEqual([]);
+  // A few dozen messages, one thread, one invite: no route should be hit
+  // more than a handful of times per page.
+  for (const c of calls) expect(storms(c, 15), JSON.stringify([...c])).toEqual([]);
 });
