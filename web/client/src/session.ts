@@ -407,8 +407,10 @@ export class Session {
 		gw.on('invalidSession', () => void this.reboot());
 		gw.on('channelLost', ({ channelId }) => this.removeChannel(channelId));
 		gw.start();
+		// What the view asked for before the gateway existed.
 		const focus = this.s.activeChannelId;
 		if (focus) gw.focus([focus]);
+		if (this.presenceIds) gw.presenceSub(this.presenceIds.split(','));
 	}
 
 	/** Disconnect and stop all timers. State stays readable. */
