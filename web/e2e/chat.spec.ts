@@ -10,6 +10,7 @@
 // Every wait is on a condition (expect(...).toBeVisible() and friends).
 import type { Page } from '@playwright/test';
 import { test, expect, watchPage } from './fixtures';
+import { countRequests, storms } from './budget';
 import type { newUser as NewUser } from './harness';
 
 type Person = ReturnType<typeof NewUser>;
@@ -23,25 +24,6 @@ async function signUp(page: Page, u: Person) {
   await page.getByLabel('Password').fill(u.password);
   await page.getByTestId('auth-submit').click();
 }
-
-/**
- * Count the page's API calls by method and route (ids folded), so that a
- * feedback loop (an effect that re-fires a request on every state change)
- * fails the test instead of going unnoticed.
- */
-function countRequests(page: Page): Map<string, number> {
-  const counts = new Map<string, number>();
-  page.on('request', (r) => {
-    const u = new URL(r.url());
-    if (!u.pathname.startsWith('/api/')) return;
-    const route = `${r.method()} ${u.pathname.replace(/\/[A-Za-z0-9_-]{20,}/g, '/:id')}`;
-    counts.set(route, (counts.get(route) ?? 0) + 1);
-  });
-  return counts;
-}
-
-/** The routes called more than `max` times. */
-const storms = (counts: Map<string, number>, max: number) => [...counts].filter(([, n]) => n > max);
 
 /** The row in the channel's message list whose text contains `text`. */
 const message = (page: Page, text: string) => page.getByTestId('message-list').getByTestId('message').filter({ hasText: text });
