@@ -1095,8 +1095,10 @@ export class Session {
 	}
 
 	async markThreadRead(rootId: string): Promise<void> {
-		const known = this.s.threads.items.find((t) => t.root_id === rootId);
-		if (known && !known.unread_replies && !known.unread_mentions) return;
+		// Nothing to do when the thread is known to be read: calling again and
+		// again (say, from a UI effect) costs no requests.
+		const known = this.threadUnread.get(rootId);
+		if (known && !known.replies && !known.mentions) return;
 		try {
 			const t = await this.api.markThreadRead(rootId);
 			this.applyThread(t, 'read');

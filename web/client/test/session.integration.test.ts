@@ -130,7 +130,10 @@ describe('Session against a real server', () => {
 	});
 
 	it('follows threads: replies, unread summary, thread list, read', async () => {
-		const { a, b, alice, bobApi, ws, general } = await twoUsers();
+		const { a, b, alice: aliceApi, bobApi, ws, general } = await twoUsers();
+		const counts = new Map<string, number>();
+		const alice = countingApi(counts);
+		alice.setToken(aliceApi.getToken());
 		const session = newSession(alice);
 		const notes: string[] = [];
 		session.on('notify', (n) => notes.push(`${n.kind}:${n.message.text}`));
@@ -174,6 +177,12 @@ describe('Session against a real server', () => {
 			st = await until(session, (s) => s.threadsSummary.unread_threads === 0 && s.threadsSummary.unread_mentions === 0, 'read');
 			expect(st.threads.items.find((t) => t.root_id === root.id)?.unread_replies).toBe(0);
 			expect((await alice.boot({ workspace_id: ws.id })).threads?.unread_threads).toBe(0);
+			// Marking a read thread read again costs nothing.
+			const reads = () => counts.get(`/api/v1/threads/${root.id}/read`) ?? 0;
+			const n = reads();
+			await session.markThreadRead(root.id);
+			await session.markThreadRead(root.id);
+			expect(reads()).toBe(n);
 			expect(b.handle).toBeTruthy();
 		} finally {
 			session.stop();
