@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test test-go test-web e2e web bench bench-gateway lint
+.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer loadtest lint
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -56,8 +56,26 @@ bench-gateway: build
 	$(GO) run ./bench/gatewaybench -parley bin/parley -sessions 10000 -rate 1 -duration 30s
 	$(GO) run ./bench/gatewaybench -parley bin/parley -sessions 1000 -burst 50 -burst-every 2s -duration 30s
 
+## bench-peer: Parley against Centrifugo v5.4.9 (built from the Go module
+## proxy into ~/.cache/parley-bench the first time), the same fan-out to
+## 1,000 and 10,000 subscribers of one channel (docs/benchmarks.md)
+bench-peer: build
+	$(GO) run ./bench/peer -parley bin/parley -centrifugo-version v5.4.9 -subscribers 1000,10000 -rate 2 -duration 20s -rounds 3 -size 200
+
 ## lint: gofmt and go vet
 lint:
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt -w needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+
+## loadtest: every `parley loadtest` scenario at the sizes recorded in
+## docs/benchmarks.md, each against a freshly seeded SQLite server
+## (loadtest/run-seeded.sh); reports in out/loadtest/<scenario>/. Minutes
+## of both cores: not part of `make test`.
+loadtest: build
+	loadtest/run-seeded.sh 5000 10 --scenario big-team-boot --connect-rate 250 --rate 1 --duration 20s --procs 2 --source-ips 127.0.0.1-127.0.0.4 --out out/loadtest/big-team-boot
+	loadtest/run-seeded.sh 5000 10 --scenario reconnect-storm --connect-rate 500 --rate 2 --storm-after 10s --duration 40s --catch-up 60s --procs 2 --source-ips 127.0.0.1-127.0.0.4 --out out/loadtest/reconnect-storm
+	loadtest/run-seeded.sh 5000 10 --scenario hot-channel --connect-rate 500 --rate 2 --duration 30s --procs 2 --source-ips 127.0.0.1-127.0.0.4 --out out/loadtest/hot-channel-5000
+	loadtest/run-seeded.sh 1000 10 --scenario hot-channel --connect-rate 500 --rate 10 --duration 30s --out out/loadtest/hot-channel-1000
+	loadtest/run-seeded.sh 1000 10 --scenario join-spike --connect-rate 500 --watchers 50 --rate 50 --duration 30s --out out/loadtest/join-spike
+	loadtest/run-seeded.sh 3000 30 --scenario steady --connect-rate 500 --rate 100 --duration 30s --out out/loadtest/steady

@@ -173,3 +173,15 @@ func pageQuery(q, cursor string, limit int) url.Values {
 	}
 	return v
 }
+
+// Boot returns the caller's first screen of a workspace: their channels and
+// DMs with each one's last_seq and counts, the gateway URL and the limits.
+// A client declares the channels' LastSeq as ConnectOptions.Channels so that
+// the Conn catches up from there.
+func (c *Client) Boot(ctx context.Context, q parley.BootQuery) (*parley.Boot, error) {
+	var b parley.Boot
+	if err := c.do(ctx, call{method: http.MethodPost, path: "/boot", body: q, idempotent: true}, &b); err != nil {
+		return nil, err
+	}
+	return &b, nil
+}

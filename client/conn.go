@@ -41,6 +41,10 @@ type ConnectOptions struct {
 	URLs []string
 	// Header is sent with every upgrade request (an Origin, say).
 	Header http.Header
+	// LocalAddr, an IP address such as "127.0.0.2", is the local address
+	// the sockets leave from (ws:// URLs only); "" lets the system choose.
+	// A load tester spreads many sockets over several addresses this way.
+	LocalAddr string
 	// MinBackoff and MaxBackoff bound the jittered exponential wait between
 	// reconnect attempts (defaults 250 ms and 30 s).
 	MinBackoff, MaxBackoff time.Duration
@@ -625,6 +629,21 @@ func (c *Conn) Stats() Stats {
 		DuplicatesDropped: c.stats.duplicates.Load(),
 		SGaps:             c.stats.sGaps.Load(),
 		Delivered:         c.stats.delivered.Load(),
+	}
+}
+
+// Drop cuts the live socket as a network failure would (no close frame),
+// and the Conn reconnects and resumes as after any drop. Load tests use it
+// to make many sessions drop at once; it does nothing between sockets.
+func (c *Conn) Drop() {
+	c.mu.Lock()
+	s := c.cur
+	c.mu.Unlock()
+	if s == nil {
+		return
+	}
+	if ws := s.ws.Load(); ws != nil {
+		_ = ws.UnderlayerConn().Close()
 	}
 }
 

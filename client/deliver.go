@@ -213,6 +213,7 @@ func (c *Conn) deliverDurable(id string, st *chanState, ev Event) bool {
 	c.cmu.Lock()
 	st.last = ev.Seq
 	c.cmu.Unlock()
+	ev.Ordered = true
 	c.deliver(ev)
 	if ev.Type == parley.EventMemberLeft && c.isSelf(ev) {
 		c.setState(id, nil)

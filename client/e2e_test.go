@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,10 +47,17 @@ func newNode(t *testing.T, mutate func(*gateway.Config)) *env {
 	unlimited := httpapi.Rate{PerMinute: -1}
 	api := httpapi.New(httpapi.Config{Store: st, Logger: quietLogger(),
 		SignupPerIP: unlimited, LoginPerIP: unlimited, LoginPerAccount: unlimited})
+	e := &env{t: t, store: st}
 	mux := http.NewServeMux()
 	mux.Handle("/", api.Handler())
-	mux.Handle("/api/v1/gateway", gw)
+	mux.Handle("/api/v1/gateway", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.mu.Lock()
+		e.gwRemotes = append(e.gwRemotes, r.RemoteAddr)
+		e.mu.Unlock()
+		gw.ServeHTTP(w, r)
+	}))
 	srv := httptest.NewServer(mux)
+	e.srv = srv
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -58,7 +66,7 @@ func newNode(t *testing.T, mutate func(*gateway.Config)) *env {
 		st.Close()
 		bus.Close()
 	})
-	return &env{t: t, store: st, srv: srv}
+	return e
 }
 
 // dial connects u's client to the node's gateway.
@@ -76,16 +84,7 @@ func dial(t *testing.T, u *account, ws *parley.Workspace, opts ConnectOptions) *
 
 // dropSocket cuts the Conn's socket as a network failure would: no close
 // frame.
-func (c *Conn) dropSocket() {
-	c.mu.Lock()
-	s := c.cur
-	c.mu.Unlock()
-	if s != nil {
-		if ws := s.ws.Load(); ws != nil {
-			ws.UnderlayerConn().Close()
-		}
-	}
-}
+func (c *Conn) dropSocket() { c.Drop() }
 
 // holdDials makes the Conn's next dials wait until the returned release is
 // called.
@@ -150,6 +149,11 @@ func TestE2EOrderedDeliveryConcurrentPosters(t *testing.T) {
 		return len(messageSeqs(evs, ch.ID)) == posters*each
 	})
 	checkInOrder(t, e, evs, ch.ID, start[len(start)-1].Seq)
+	for _, ev := range evs {
+		if ev.ChannelID == ch.ID && !ev.Ordered {
+			t.Fatalf("%s#%d of a tracked channel is not marked Ordered", ev.Type, ev.Seq)
+		}
+	}
 	if st := conn.Stats(); st.SGaps != 0 || st.DuplicatesDropped != 0 || st.GapsFilled != 0 {
 		t.Errorf("stats %+v", st)
 	}
@@ -307,4 +311,60 @@ func TestE2ETypingAndMembership(t *testing.T) {
 		t.Errorf("bob got %d messages of a channel he was removed from", n)
 	}
 	checkInOrder(t, e, arec.snapshot(), ch.ID, 1)
+}
+
+func TestE2EBootGivesLastSeqsToDeclare(t *testing.T) {
+	e := newNode(t, nil)
+	alice, bob := e.mustAccount("alice"), e.mustAccount("bob")
+	ws := e.mustWorkspace(alice, bob)
+	ch := e.mustChannel(ws, alice, parley.KindPrivate)
+	if _, err := alice.Client.AddMembers(t.Context(), ch.ID, []string{bob.ID}); err != nil {
+		t.Fatal(err)
+	}
+	e.mustPost(alice, ch, 3)
+	b, err := bob.Client.Boot(t.Context(), parley.BootQuery{WorkspaceID: ws.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]int64{}
+	for _, bc := range b.Channels {
+		declared[bc.ID] = bc.LastSeq
+	}
+	log := e.log(ch.ID, 0)
+	if declared[ch.ID] != log[len(log)-1].Seq || b.WSURL == "" {
+		t.Fatalf("boot channels %+v, ws_url %q; log ends at %d", b.Channels, b.WSURL, log[len(log)-1].Seq)
+	}
+	if _, err := bob.Client.Boot(t.Context(), parley.BootQuery{WorkspaceID: "nope"}); err == nil {
+		t.Fatal("boot of an unknown workspace succeeded")
+	}
+}
+
+func TestE2EConnectFromLocalAddress(t *testing.T) {
+	e := newNode(t, nil)
+	alice, bob := e.mustAccount("alice"), e.mustAccount("bob")
+	ws := e.mustWorkspace(alice, bob)
+	ch := e.mustChannel(ws, alice, parley.KindPrivate)
+	if _, err := alice.Client.AddMembers(t.Context(), ch.ID, []string{bob.ID}); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	conn := dial(t, bob, ws, ConnectOptions{Handler: rec.handle, LocalAddr: "127.0.0.2"})
+	e.mustPost(alice, ch, 3)
+	rec.waitFor(t, "3 messages", func(evs []Event) bool { return len(messageSeqs(evs, ch.ID)) == 3 })
+	conn.Drop() // the resumed socket leaves from the same address
+	waitUntil(t, "resumed", func() bool { return conn.Stats().Resumes == 1 })
+	e.mu.Lock()
+	remotes := slices.Clone(e.gwRemotes)
+	e.mu.Unlock()
+	if len(remotes) != 2 {
+		t.Fatalf("gateway upgrades from %v, want 2", remotes)
+	}
+	for _, r := range remotes {
+		if !strings.HasPrefix(r, "127.0.0.2:") {
+			t.Fatalf("upgrade from %s, want 127.0.0.2", r)
+		}
+	}
+	if _, err := bob.Client.Connect(t.Context(), ws.ID, ConnectOptions{Handler: rec.handle, LocalAddr: "nope", MaxAttempts: 1}); err == nil {
+		t.Fatal("connect from a bad local address succeeded")
+	}
 }

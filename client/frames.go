@@ -103,6 +103,11 @@ type Event struct {
 	// application's to keep.
 	Data   json.RawMessage
 	Source Source
+	// Ordered is set on the durable events of a channel the Conn tracks:
+	// those come in seq order with no gaps and no duplicates. Durable
+	// events of other channels (directory copies of public channels'
+	// lifecycle events) pass through with Ordered false.
+	Ordered bool
 }
 
 // Durable reports whether the event is a durable channel event (one that

@@ -27,6 +27,9 @@ type env struct {
 	store parley.Store
 	srv   *httptest.Server
 	fake  *fakeGateway // nil unless asked for
+
+	mu        sync.Mutex
+	gwRemotes []string // remote addresses of gateway upgrades (newNode); guarded by mu
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -84,11 +85,21 @@ func dialSocket(ctx context.Context, c *Conn, url string, header http.Header, ti
 	})
 	u.OnOpen(func(wc *websocket.Conn) { s.ws.Store(wc) })
 	u.OnClose(func(_ *websocket.Conn, err error) { s.onClosed(err) })
-	d := &websocket.Dialer{Engine: eng, Upgrader: u, DialTimeout: timeout}
-	// The library recycles the handshake response once the dial returns,
-	// so a refused upgrade's status cannot be read safely: it is reported
-	// as ErrUpgradeRefused, and retried like any failed attempt.
-	wc, _, err := d.DialContext(ctx, url, header)
+	var wc *websocket.Conn
+	if c.opts.LocalAddr != "" {
+		ip := net.ParseIP(c.opts.LocalAddr)
+		if ip == nil {
+			return nil, fmt.Errorf("dial %s: local address %q is not an IP address", url, c.opts.LocalAddr)
+		}
+		wc, err = dialFrom(ctx, eng, u, url, header, timeout, &net.TCPAddr{IP: ip})
+	} else {
+		d := &websocket.Dialer{Engine: eng, Upgrader: u, DialTimeout: timeout}
+		// The library recycles the handshake response once the dial
+		// returns, so a refused upgrade's status cannot be read safely: it
+		// is reported as ErrUpgradeRefused, and retried like any failed
+		// attempt.
+		wc, _, err = d.DialContext(ctx, url, header)
+	}
 	if errors.Is(err, websocket.ErrBadHandshake) {
 		return nil, fmt.Errorf("%w: %s", ErrUpgradeRefused, url)
 	}

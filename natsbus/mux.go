@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -129,6 +130,7 @@ func (m *Mux) run() {
 				continue
 			}
 			ev.Topics = []string{strings.TrimPrefix(msg.Subject, SubjectPrefix)}
+			m.b.metrics.receive(&ev, time.Now())
 			m.fn(ev)
 		}
 	}

@@ -301,6 +301,7 @@ func (b *Bus) Subscribe(topic string, fn func(parley.Event)) (unsubscribe func()
 			return
 		}
 		ev.Topics = []string{strings.TrimPrefix(m.Subject, SubjectPrefix)}
+		b.metrics.receive(&ev, time.Now())
 		fn(ev)
 	})
 	if err != nil {

@@ -152,6 +152,7 @@ func (c *Cache) acquire(ctx context.Context, workspaceID string) (*workspace, er
 	c.mu.RLock()
 	w := c.wss[workspaceID]
 	c.mu.RUnlock()
+	c.metrics.lookup(w != nil && w.ready.Load())
 	if w == nil || !w.ready.Load() {
 		v, err, _ := c.flight.Do(workspaceID, func() (any, error) {
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.loadTimeout)
@@ -174,6 +175,7 @@ func (c *Cache) channelWorkspace(ctx context.Context, channelID string) (*worksp
 	w := c.channels[channelID]
 	c.mu.RUnlock()
 	if w != nil {
+		c.metrics.lookup(true)
 		w.touch(c.now())
 		return w, nil
 	}

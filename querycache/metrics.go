@@ -16,6 +16,7 @@ type metrics struct {
 	evictions *prometheus.CounterVec
 	resyncs   prometheus.Counter
 	queries   *prometheus.CounterVec
+	lookups   *prometheus.CounterVec
 
 	loadCount  atomic.Int64 // for Stats
 	eventCount atomic.Int64
@@ -44,6 +45,10 @@ func newMetrics(reg prometheus.Registerer, c *Cache) *metrics {
 			Name: "parley_querycache_queries_total",
 			Help: "Queries answered, by kind (misses are the loads).",
 		}, []string{"kind"}),
+		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_querycache_lookups_total",
+			Help: "Workspace lookups by queries, by result: hit (warm) or miss (loaded from the store first, or waiting for a load under way).",
+		}, []string{"result"}),
 	}
 	if reg == nil {
 		return m
@@ -56,7 +61,7 @@ func newMetrics(reg prometheus.Registerer, c *Cache) *metrics {
 		Name: "parley_querycache_events_total",
 		Help: "Directory events received.",
 	}, func() float64 { return float64(m.eventCount.Load()) })
-	for _, col := range []prometheus.Collector{m.loads, m.loadTime, m.evictions, m.resyncs, m.queries, warm, events} {
+	for _, col := range []prometheus.Collector{m.loads, m.loadTime, m.evictions, m.resyncs, m.queries, m.lookups, warm, events} {
 		if err := reg.Register(col); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -65,6 +70,15 @@ func newMetrics(reg prometheus.Registerer, c *Cache) *metrics {
 		}
 	}
 	return m
+}
+
+// lookup counts a workspace lookup that found it warm (hit) or not.
+func (m *metrics) lookup(hit bool) {
+	if hit {
+		m.lookups.WithLabelValues("hit").Inc()
+	} else {
+		m.lookups.WithLabelValues("miss").Inc()
+	}
 }
 
 func (m *metrics) loaded(d time.Duration) {

@@ -70,7 +70,7 @@ func (s *Store) boot(ctx context.Context, rq querier, actor string, q parley.Boo
 		Prefs:     map[string]any{},
 	}
 	if q.ChannelID != "" {
-		return b, bootChannel(ctx, rq, actor, ws.ID, q, b)
+		return b, bootChannel(ctx, rq, actor, ws.ID, q, b, !s.live().CollapsedThreads)
 	}
 
 	rows, err := rq.QueryContext(ctx, `SELECT c.id, c.name, c.kind, c.topic, c.dm_key, c.last_seq,
@@ -138,7 +138,9 @@ func (s *Store) boot(ctx context.Context, rq querier, actor string, q parley.Boo
 // bootChannel fills in a one-channel-first boot: the channel (any the
 // caller may see in the workspace, joined or not), its latest messages and
 // the users they reference.
-func bootChannel(ctx context.Context, rq querier, actor, workspaceID string, q parley.BootQuery, b *parley.Boot) error {
+// With inline set (collapsed threads off) replies are among the messages,
+// as in ListMessages.
+func bootChannel(ctx context.Context, rq querier, actor, workspaceID string, q parley.BootQuery, b *parley.Boot, inline bool) error {
 	a, err := loadChannel(ctx, rq, actor, q.ChannelID)
 	if err != nil {
 		return err
@@ -156,8 +158,12 @@ func bootChannel(ctx context.Context, rq querier, actor, workspaceID string, q p
 		LastSeq: ch.LastSeq, LastReadSeq: ch.LastReadSeq, UnreadCount: ch.UnreadCount,
 		MentionCount: ch.MentionCount, UpdatedAt: ch.UpdatedAt, ArchivedAt: ch.ArchivedAt, DMUserIDs: ch.DMUserIDs,
 	}}
+	top := ` AND msg.thread_root_id IS NULL`
+	if inline {
+		top = ``
+	}
 	msgs, err := queryMessages(ctx, rq, `SELECT `+messageColumns+` FROM messages msg
-		WHERE msg.channel_id = $1 AND msg.thread_root_id IS NULL AND msg.deleted_at IS NULL
+		WHERE msg.channel_id = $1`+top+` AND msg.deleted_at IS NULL
 		ORDER BY msg.seq DESC LIMIT $2`, ch.ID, parley.ClampLimit(q.Limit))
 	if err != nil {
 		return fmt.Errorf("boot messages: %w", err)

@@ -349,7 +349,11 @@ func (s *Store) EditMessage(ctx context.Context, actor, messageID, text string) 
 			return fmt.Errorf("update message: %w", err)
 		}
 		m.Text, m.EditedAt = text, &edited
-		if countsInChannel(m, cfg.CollapsedThreads) { // the mentions follow the new text
+		counted, err := wasCounted(ctx, tx, m)
+		if err != nil {
+			return err
+		}
+		if counted { // the mentions follow the new text
 			if err := tx.forgetMentions(ctx, m); err != nil {
 				return err
 			}
@@ -434,6 +438,21 @@ func (s *Store) DeleteMessage(ctx context.Context, actor, messageID string) erro
 		})
 		return err
 	})
+}
+
+// wasCounted reports whether m counts in its channel (unread.go): every
+// top-level message does; a reply only if it was posted with collapsed
+// threads off, whatever the setting is now.
+func wasCounted(ctx context.Context, tx *Tx, m *parley.Message) (bool, error) {
+	if m.ThreadRootID == "" {
+		return true, nil
+	}
+	var ord sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT ord FROM messages WHERE workspace_id = $1 AND id = $2`,
+		m.WorkspaceID, m.ID).Scan(&ord); err != nil {
+		return false, fmt.Errorf("was message counted: %w", err)
+	}
+	return ord.Valid, nil
 }
 
 // lockedMessageColumns are messageColumns without the table alias, for

@@ -52,6 +52,9 @@ func (s *Store) Search(ctx context.Context, actor, workspaceID string, sq parley
 		last, err = s.searchSQLite(ctx, page, actor, workspaceID, role, terms, key, limit)
 	}
 	if err != nil {
+		if parley.ErrorCode(err) != parley.EINTERNAL {
+			return nil, err
+		}
 		return nil, fmt.Errorf("search: %w", err)
 	}
 	msgs := make([]parley.Message, len(page.Results))
@@ -141,34 +144,39 @@ var pgPunctSpaces = strings.Repeat(" ", utf8.RuneCountInString(pgPunct))
 
 // searchPostgres finds the page with the GIN index (rare terms) or by
 // walking the workspace's messages newest first (common terms), as the
-// planner judges from the term's frequency, then highlights only the page.
-// The key is created_at and id.
+// planner judges from the terms' frequencies, then highlights only the
+// page. Newest first is by id: ids are time-ordered (ULIDs), so the primary
+// key (workspace_id, id) serves the walk. The key is the id.
 func (s *Store) searchPostgres(ctx context.Context, page *parley.SearchPage, actor, workspaceID string, role parley.Role,
 	terms []searchTerm, key string, limit int) (string, error) {
 	// Planned afresh for each query (an unnamed statement, not pgx's cached
 	// prepared one): a generic plan, chosen once for every term, would walk
-	// the recency index for rare terms or sort every match of common ones.
+	// for rare terms or sort every match of common ones.
 	args := []any{pgx.QueryExecModeExec, workspaceID, actor, tsQuery(terms), limit + 1, pgPunct, pgPunctSpaces,
 		"HighlightAll=true, StartSel=" + parley.HighlightStart + ", StopSel=" + parley.HighlightEnd}
 	cond := ""
 	if key != "" {
-		us, id, ok := strings.Cut(key, ":")
-		n, err := strconv.ParseInt(us, 10, 64)
-		if !ok || err != nil || id == "" {
+		if !strings.HasPrefix(key, parley.PrefixMessage) {
 			return "", parley.Errorf(parley.EINVALID, "invalid cursor")
 		}
-		cond = ` AND (msg.created_at, msg.id) < ($8, $9)`
-		args = append(args, n, id)
+		cond = ` AND msg.id < $8`
+		args = append(args, key)
+	}
+	match := `msg.search @@ to_tsquery('simple', $3)`
+	if freq, rows := s.termFrequencies(ctx); walkByRecency(terms, freq, rows, limit) {
+		// Not a condition the GIN index can take (searchstats.go): the
+		// planner walks the primary key newest first and stops after a page.
+		match = `COALESCE(` + match + `, false)`
 	}
 	inner := `SELECT ` + messageColumns + ` FROM messages msg
 		WHERE msg.workspace_id = $1 AND msg.deleted_at IS NULL
-		  AND msg.search @@ to_tsquery('simple', $3)
+		  AND ` + match + `
 		  AND msg.channel_id IN (` + visibleChannels("$1", "$2", role) + `)` + cond + `
-		ORDER BY msg.created_at DESC, msg.id DESC LIMIT $4`
+		ORDER BY msg.id DESC LIMIT $4`
 	outer := strings.ReplaceAll(messageColumns, "msg.", "p.")
 	rows, err := s.rdb.QueryContext(ctx, `SELECT `+outer+`,
 			ts_headline('simple', translate(p.text, $5, $6), to_tsquery('simple', $3), $7)
-		FROM (`+inner+`) p ORDER BY p.created_at DESC, p.id DESC`, args...)
+		FROM (`+inner+`) p ORDER BY p.id DESC`, args...)
 	if err != nil {
 		return "", err
 	}
@@ -190,8 +198,7 @@ func (s *Store) searchPostgres(ctx context.Context, page *parley.SearchPage, act
 		return "", nil
 	}
 	page.Results = page.Results[:limit]
-	m := page.Results[limit-1].Message
-	return strconv.FormatInt(micros(m.CreatedAt), 10) + ":" + m.ID, nil
+	return page.Results[limit-1].Message.ID, nil
 }
 
 // restoreHighlight puts the markers of hl, ts_headline's answer over the

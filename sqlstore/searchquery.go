@@ -18,7 +18,7 @@ import (
 //	"deploy failed"   the phrase
 //	foo-bar, a.b      a phrase of the word's parts, as in the text
 //	deplo             the last word is a prefix (as people type), unless the
-//	                  query ends with a space or a closing quote
+//	                  query ends with a space, punctuation or a closing quote
 
 // Limits on a query, checked before any work: a search box, not a document.
 const (
@@ -61,7 +61,7 @@ func parseSearchQuery(q string) ([]searchTerm, error) {
 				add(w)
 			}
 			r, _ := utf8.DecodeLastRuneInString(rest)
-			lastOpen = !unicode.IsSpace(r)
+			lastOpen = isTokenRune(r) // still typing a word
 			break
 		}
 		for _, w := range strings.Fields(rest[:i]) {
@@ -147,3 +147,7 @@ func tsQuery(terms []searchTerm) string {
 	}
 	return b.String()
 }
+
+// lowerToken folds a token's case as PostgreSQL's 'simple' dictionary
+// does, to look it up in the planner's statistics.
+func lowerToken(tok string) string { return strings.ToLower(tok) }

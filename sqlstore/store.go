@@ -77,6 +77,7 @@ type Store struct {
 	log     *slog.Logger
 	now     func() time.Time
 	liveCfg parley.LiveConfigSource
+	terms   termStats // PostgreSQL's word frequencies for search plans (searchstats.go)
 }
 
 var _ parley.Store = (*Store)(nil)
@@ -166,6 +167,7 @@ func txTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 // it must not have side effects outside the transaction.
 func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Context, tx *Tx) error) error {
 	var err error
+	defer s.observe(op, time.Now(), &err)
 	if s.gc != nil {
 		err = s.gc.do(ctx, fn) // publishes the batch's events itself
 	} else {
@@ -186,13 +188,14 @@ func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Contex
 // before the transaction). On PostgreSQL every write with the same key goes
 // through the same group-commit lane: a hot channel's writes are batched into
 // shared commits and published in seq order. On SQLite it is write.
-func (s *Store) writeChannel(ctx context.Context, op, key string, fn func(ctx context.Context, tx *Tx) error) error {
+func (s *Store) writeChannel(ctx context.Context, op, key string, fn func(ctx context.Context, tx *Tx) error) (err error) {
 	if len(s.lanes) == 0 {
 		return s.write(ctx, op, fn)
 	}
+	defer s.observe(op, time.Now(), &err)
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	err := s.lanes[h.Sum32()%uint32(len(s.lanes))].do(ctx, fn)
+	err = s.lanes[h.Sum32()%uint32(len(s.lanes))].do(ctx, fn)
 	if err != nil && parley.ErrorCode(err) == parley.EINTERNAL {
 		return fmt.Errorf("%s: %w", op, err)
 	}

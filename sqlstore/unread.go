@@ -14,8 +14,10 @@ import (
 //
 //   - A message that counts in its channel (countsInChannel) gets the
 //     channel's next ordinal: channels.msg_count + 1, stored in
-//     messages.ord. Replies get none (collapsed threads: they count in their
-//     thread).
+//     messages.ord. Replies posted with collapsed threads on get none (they
+//     count in their thread, threads.go); with it off they are numbered
+//     like any other message. A message keeps what it was given when the
+//     setting changes later.
 //   - A membership keeps read_ord, the ordinal count at its read marker,
 //     set when the marker moves: on join (msg_count), on MarkRead (the ord
 //     of the last counted message at or before the marker, one index seek)

@@ -72,7 +72,10 @@ func RunHarness(t *testing.T, h Harness) {
 	sort.Strings(names)
 	for _, n := range names {
 		fn := harnessRegistry[n]
-		t.Run(n, func(t *testing.T) { fn(t, h) })
+		t.Run(n, func(t *testing.T) {
+			t.Parallel() // each on a store of its own
+			fn(t, h)
+		})
 	}
 }
 
@@ -81,6 +84,7 @@ func init() {
 	registerHarness("Threads/Visibility", testThreadsVisibility)
 	registerHarness("Threads/MarkChannelReadWritesOnlyChanged", testMarkChannelReadWritesOnlyChanged)
 	registerHarness("Threads/FlagOff", testThreadsFlagOff)
+	registerHarness("Threads/ConcurrentReplies", testThreadsConcurrentReplies)
 	registerHarness("Mentions/EventsAndCap", testMentionsEventsAndCap)
 	register("Reads/ChannelReadReachesOtherDevices", testChannelReadEvent)
 }
@@ -352,9 +356,6 @@ func testMarkChannelReadWritesOnlyChanged(t *testing.T, h Harness) {
 	if n := len(e.threads(t, e.alice, true)); n != 0 {
 		t.Fatalf("alice has %d unread threads after reading the channel", n)
 	}
-	if n := len(e.threads(t, e.alice, false)); n != followed {
-		t.Fatalf("alice follows %d threads, want %d", n, followed)
-	}
 	for i := range fresh {
 		e.reply(t, e.bob, roots[i*300], "news")
 	}
@@ -434,6 +435,9 @@ func testThreadsFlagOff(t *testing.T, h Harness) {
 		t.Fatalf("history with collapsed threads off has %d messages, want the root and two replies", n)
 	}
 	e.wantCounts(t, e.alice, e.ch, 2, 1)
+	if b := mustBoot(t, e.s, e.alice, parley.BootQuery{WorkspaceID: e.ws.ID, ChannelID: e.ch.ID}); len(b.Messages) != 3 {
+		t.Fatalf("one-channel boot with collapsed threads off has %d messages, want 3", len(b.Messages))
+	}
 	if n := len(e.userEvents(e.alice, parley.EventMention)); n != 1 {
 		t.Fatalf("alice got %d mention events, want 1", n)
 	}
@@ -458,13 +462,16 @@ func testThreadsFlagOff(t *testing.T, h Harness) {
 	e.live.Collapsed(true)
 	root2 := e.post(t, e.bob, e.ch, "root 2")
 	e.markRead(t, e.alice, e.ch, root2.Seq)
-	e.reply(t, e.dave, root2, "threaded")
+	threaded := e.reply(t, e.dave, root2, "threaded")
 	wantThread(t, "bob", e.threads(t, e.bob, true)[root2.ID], true, 1, 0)
 	e.wantCounts(t, e.alice, e.ch, 0, 0)
 	page, err = e.s.ListMessages(ctx(t), e.alice.ID, e.ch.ID, parley.HistoryQuery{})
 	NoErr(t, err)
 	if n := len(page.Messages); n != 2 {
 		t.Fatalf("history with collapsed threads on has %d messages, want the two roots", n)
+	}
+	if b := mustBoot(t, e.s, e.alice, parley.BootQuery{WorkspaceID: e.ws.ID, ChannelID: e.ch.ID}); len(b.Messages) != 2 {
+		t.Fatalf("one-channel boot with collapsed threads on has %d messages, want the two roots", len(b.Messages))
 	}
 
 	// Off again while bob has an unread thread: reading the channel must
@@ -473,10 +480,19 @@ func testThreadsFlagOff(t *testing.T, h Harness) {
 	memberWrites = h.RowWrites(t, e.s, "thread_memberships")
 	threadWrites = h.RowWrites(t, e.s, "threads")
 	e.markRead(t, e.bob, e.ch, 1<<40)
-	e.reply(t, e.alice, root2, "while off")
+	whileOff := e.reply(t, e.alice, root2, "while off")
 	if n, m := threadWrites(), memberWrites(); n != 0 || m != 0 {
 		t.Fatalf("collapsed threads off again: wrote %d threads and %d thread_memberships rows", n, m)
 	}
+	// A message keeps how it counted when the setting changes: editing in
+	// a mention counts it in the channel only for a reply that counts there.
+	e.wantCounts(t, e.bob, e.ch, 1, 0)
+	_, err = e.s.EditMessage(ctx(t), e.dave.ID, threaded.ID, "threaded @"+e.bob.Handle)
+	NoErr(t, err)
+	e.wantCounts(t, e.bob, e.ch, 1, 0)
+	_, err = e.s.EditMessage(ctx(t), e.alice.ID, whileOff.ID, "while off @"+e.bob.Handle)
+	NoErr(t, err)
+	e.wantCounts(t, e.bob, e.ch, 1, 1)
 }
 
 func testMentionsEventsAndCap(t *testing.T, h Harness) {
@@ -545,4 +561,81 @@ func testChannelReadEvent(t *testing.T, open Opener) {
 		t.Fatalf("channel.read = %+v", d)
 	}
 	chNoTopic(t, evs[0], parley.TopicChannel(e.ch.ID)) // nobody else's business
+}
+
+// testThreadsConcurrentReplies: replies from several posters at once, while
+// the root's author keeps reading the channel, lose no count.
+func testThreadsConcurrentReplies(t *testing.T, h Harness) {
+	e := newThreadEnv(t, h)
+	root := e.post(t, e.alice, e.ch, "root")
+	posters := []*parley.User{e.bob, e.dave, e.owner}
+	const each = 20
+	var wg sync.WaitGroup
+	wg.Add(1)
+	stop := make(chan struct{})
+	readErr := make(chan error, 1)
+	go func() { // alice reads the channel over and over meanwhile
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				readErr <- nil
+				return
+			default:
+			}
+			if _, err := e.s.MarkRead(ctx(t), e.alice.ID, e.ch.ID, 1<<40); err != nil {
+				readErr <- err
+				return
+			}
+		}
+	}()
+	parallel(t, len(posters)*each, func(i int) error {
+		_, _, err := e.s.PostMessage(ctx(t), posters[i%len(posters)].ID, e.ch.ID,
+			parley.NewMessage{Text: fmt.Sprintf("reply %d", i), ThreadRootID: root.ID})
+		return err
+	})
+	close(stop)
+	wg.Wait()
+	NoErr(t, <-readErr)
+	// carol follows now and counts exactly the replies after that.
+	_, err := e.s.FollowThread(ctx(t), e.carol.ID, root.ID)
+	NoErr(t, err)
+	e.reply(t, e.bob, root, "one more")
+	th, ok := e.threads(t, e.carol, false)[root.ID]
+	wantThread(t, "carol", th, ok, 1, 0)
+	if th.ReplyCount != len(posters)*each+1 || len(th.Participants) != len(posters) {
+		t.Fatalf("thread = %d replies, participants %v; want %d and %d distinct", th.ReplyCount, th.Participants, len(posters)*each+1, len(posters))
+	}
+	// Each poster has exactly the replies by others after their own last
+	// one, in seq order (a reply marks the thread read for its poster).
+	var replies []parley.Message
+	for after := int64(0); ; {
+		page, err := e.s.ListReplies(ctx(t), e.alice.ID, root.ID, after, 200)
+		NoErr(t, err)
+		replies = append(replies, page.Messages...)
+		if page.NextCursor == "" {
+			break
+		}
+		after = page.Messages[len(page.Messages)-1].Seq
+	}
+	for _, u := range posters {
+		want := 0
+		for _, r := range replies {
+			if r.UserID == u.ID {
+				want = 0
+			} else {
+				want++
+			}
+		}
+		wantThread(t, u.Handle, e.threads(t, u, false)[root.ID], true, want, 0)
+	}
+	e.markRead(t, e.alice, e.ch, 1<<40)
+	if got := e.threads(t, e.alice, true); len(got) != 0 {
+		t.Fatalf("alice has unread threads after reading the channel: %+v", got)
+	}
+	th2, err := e.s.MarkThreadRead(ctx(t), e.dave.ID, root.ID)
+	NoErr(t, err)
+	if th2.UnreadReplies != 0 || th2.ReplyCount != len(posters)*each+1 {
+		t.Fatalf("dave after reading: %+v", th2)
+	}
 }

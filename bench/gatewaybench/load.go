@@ -11,14 +11,13 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"parley"
+	"parley/bench/internal/benchkit"
 	pclient "parley/client"
 )
 
@@ -145,13 +144,13 @@ func (r *Result) Print(w io.Writer) {
 	}
 }
 
-// marker starts the text of every benchmark message: "gwb|<index>|<unix ns>|".
-var marker = []byte("gwb|")
+// marker is the prefix of every benchmark message's stamp (benchkit.Stamp).
+var marker = []byte("gwb")
 
 // session is one identified connection and what it received.
 type session struct {
-	conn *pclient.Conn // package client's reader
-	raw  *rawConn      // or the raw reader
+	conn *pclient.Conn        // package client's reader
+	raw  *benchkit.ParleyConn // or the raw reader
 	mu   sync.Mutex
 	got  []uint8 // deliveries per message index
 }
@@ -161,7 +160,7 @@ func (s *session) close() {
 		s.conn.Close()
 	}
 	if s.raw != nil {
-		s.raw.close()
+		s.raw.Close()
 	}
 }
 
@@ -169,7 +168,7 @@ func (s *session) done() <-chan struct{} {
 	if s.conn != nil {
 		return s.conn.Done()
 	}
-	return s.raw.closed
+	return s.raw.Closed()
 }
 
 // counters returns the session's s gaps and its reconnects (package
@@ -179,7 +178,7 @@ func (s *session) counters() (sGaps, reconnects int64) {
 		st := s.conn.Stats()
 		return st.SGaps, st.Reconnects
 	}
-	return s.raw.sGaps.Load(), s.raw.drops.Load()
+	return s.raw.SGaps(), s.raw.Drops()
 }
 
 // recorder collects the receipts of every session.
@@ -199,7 +198,7 @@ type recorder struct {
 // receive records one message.created payload received by s.
 func (r *recorder) receive(s *session, data []byte) {
 	now := time.Now().UnixNano()
-	idx, sent, ok := parseMarker(data)
+	idx, sent, ok := benchkit.ParseStamp(marker, data)
 	if !ok {
 		r.foreign.Add(1)
 		return
@@ -244,33 +243,6 @@ func (r *recorder) rawHandler(s *session) func(tail []byte) {
 	}
 }
 
-// parseMarker finds "gwb|<index>|<unix ns>|" in an event's payload.
-func parseMarker(d []byte) (idx int, sent int64, ok bool) {
-	i := bytes.Index(d, marker)
-	if i < 0 {
-		return 0, 0, false
-	}
-	rest := d[i+len(marker):]
-	a := bytes.IndexByte(rest, '|')
-	if a < 0 {
-		return 0, 0, false
-	}
-	n, err := strconv.Atoi(string(rest[:a]))
-	if err != nil {
-		return 0, 0, false
-	}
-	rest = rest[a+1:]
-	b := bytes.IndexByte(rest, '|')
-	if b < 0 {
-		return 0, 0, false
-	}
-	t, err := strconv.ParseInt(string(rest[:b]), 10, 64)
-	if err != nil {
-		return 0, 0, false
-	}
-	return n, t, true
-}
-
 var createdAtKey = []byte(`"created_at":"`)
 
 // parseCreatedAt reads the message's created_at (unix ns) from a
@@ -290,29 +262,6 @@ func parseCreatedAt(d []byte) (int64, bool) {
 		return 0, false
 	}
 	return t.UnixNano(), true
-}
-
-// messageText is message idx's text, padded to size bytes.
-func messageText(idx int, size int) string {
-	s := fmt.Sprintf("gwb|%d|%d|", idx, time.Now().UnixNano())
-	if len(s) < size {
-		s += strings.Repeat("x", size-len(s))
-	}
-	return s
-}
-
-// raiseFileLimit lifts RLIMIT_NOFILE to its hard limit: every session is a
-// socket.
-func raiseFileLimit() (uint64, error) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return 0, err
-	}
-	lim.Cur = lim.Max
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return 0, err
-	}
-	return lim.Cur, nil
 }
 
 // Run seeds, starts the server, connects the sessions, posts and measures.
@@ -339,7 +288,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Reader != "raw" && cfg.Reader != "client" {
 		return nil, fmt.Errorf("reader %q: want raw or client", cfg.Reader)
 	}
-	nofile, err := raiseFileLimit()
+	nofile, err := benchkit.RaiseFileLimit()
 	if err != nil {
 		return nil, fmt.Errorf("raise the open-file limit: %w", err)
 	}
@@ -355,18 +304,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	start := time.Now()
-	seed, err := seedWorkspace(ctx, cfg.Parley, dir, cfg.DB, cfg.Sessions)
+	seed, err := benchkit.Seed(ctx, cfg.Parley, dir, cfg.DB, cfg.Sessions)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Log.Info("seeded", "users", len(seed.Users), "took", time.Since(start).Round(time.Millisecond))
-	srv, err := startServer(ctx, cfg.Parley, dir, cfg.DB)
+	srv, err := benchkit.StartParley(ctx, cfg.Parley, dir, cfg.DB)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.stop()
+	defer srv.Stop()
 	fail := func(err error) (*Result, error) {
-		return nil, fmt.Errorf("%w\nserver log (tail):\n%s", err, srv.stderr)
+		return nil, fmt.Errorf("%w\nserver log (tail):\n%s", err, srv.Stderr)
 	}
 
 	res := &Result{Mode: "steady", Reader: cfg.Reader, Store: "sqlite", Sessions: cfg.Sessions}
@@ -377,14 +326,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Mode = "burst"
 		res.Burst = fmt.Sprintf("%d messages every %s by %d posters", cfg.Burst, cfg.BurstEvery, max(cfg.BurstPosters, 1))
 	}
-	if err := srv.gc(ctx); err != nil {
+	if err := srv.GC(ctx); err != nil {
 		return fail(err)
 	}
-	base, err := srv.metrics(ctx, memMetrics...)
+	base, err := srv.Metrics(ctx, memMetrics...)
 	if err != nil {
 		return fail(err)
 	}
-	if res.RSSBaseBytes, err = rssBytes(srv.pid()); err != nil {
+	if res.RSSBaseBytes, err = srv.RSS(); err != nil {
 		return fail(err)
 	}
 
@@ -396,50 +345,50 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	sessions := make([]*session, cfg.Sessions)
-	var raw *rawEngine
+	var raw *benchkit.RawEngine
 	if cfg.Reader == "raw" {
-		if raw, err = newRawEngine(cfg.Pollers, cfg.ReadBuffer); err != nil {
+		if raw, err = benchkit.NewRawEngine(cfg.Pollers, cfg.ReadBuffer); err != nil {
 			return fail(err)
 		}
-		defer raw.close()
+		defer raw.Close()
 	}
 	connectStart := time.Now()
-	if err := connectAll(ctx, cfg, seed, srv.url, hc, raw, rec, sessions); err != nil {
+	if err := connectAll(ctx, cfg, seed, srv.URL, hc, raw, rec, sessions); err != nil {
 		closeAll(sessions)
 		return fail(err)
 	}
 	defer closeAll(sessions)
 	res.ConnectSeconds = time.Since(connectStart).Seconds()
 	if raw != nil {
-		go raw.heartbeats(time.Duration(raw.heartbeatMS.Load()) * time.Millisecond * 9 / 10)
+		go raw.Heartbeats(raw.HeartbeatInterval() * 9 / 10)
 	}
 	cfg.Log.Info("connected", "sessions", cfg.Sessions, "took", time.Since(connectStart).Round(time.Millisecond))
 
 	// Idle: let the connection burst settle, then read memory and the idle
 	// CPU rate.
-	if err := sleepCtx(ctx, cfg.Settle/2); err != nil {
+	if err := benchkit.SleepCtx(ctx, cfg.Settle/2); err != nil {
 		return fail(err)
 	}
-	if err := srv.gc(ctx); err != nil {
+	if err := srv.GC(ctx); err != nil {
 		return fail(err)
 	}
-	idle0, _ := cpuTime(srv.pid())
+	idle0, _ := srv.CPUTime()
 	idleStart := time.Now()
-	if err := sleepCtx(ctx, cfg.Settle-cfg.Settle/2); err != nil {
+	if err := benchkit.SleepCtx(ctx, cfg.Settle-cfg.Settle/2); err != nil {
 		return fail(err)
 	}
-	idle1, _ := cpuTime(srv.pid())
+	idle1, _ := srv.CPUTime()
 	res.IdleCPUPerSecond = (idle1 - idle0).Seconds() / time.Since(idleStart).Seconds()
-	if res.RSSSessionsBytes, err = rssBytes(srv.pid()); err != nil {
+	if res.RSSSessionsBytes, err = srv.RSS(); err != nil {
 		return fail(err)
 	}
-	with, err := srv.metrics(ctx, memMetrics...)
+	with, err := srv.Metrics(ctx, memMetrics...)
 	if err != nil {
 		return fail(err)
 	}
 	res.Memory = memBreakdown(base, with, cfg.Sessions)
 	if cfg.HeapProfile != "" {
-		if err := srv.profile(ctx, "heap", cfg.HeapProfile); err != nil {
+		if err := srv.Profile(ctx, "heap", cfg.HeapProfile); err != nil {
 			return fail(err)
 		}
 	}
@@ -450,12 +399,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.ServerGoroutinesS = with["go_goroutines"]
 
 	// Post, and wait for the deliveries.
-	poster := pclient.New(srv.url, pclient.WithToken(seed.Owner.Token), pclient.WithHTTPClient(hc),
+	poster := pclient.New(srv.URL, pclient.WithToken(seed.Owner.Token), pclient.WithHTTPClient(hc),
 		pclient.WithLogger(cfg.Log))
 	channel := seed.Channels[0].ID // #general: everyone is in it
 	profDone := make(chan error, 1)
 	if cfg.CPUProfile != "" {
-		go func() { profDone <- srv.cpuProfile(ctx, cfg.Duration, cfg.CPUProfile) }()
+		go func() { profDone <- srv.CPUProfile(ctx, cfg.Duration, cfg.CPUProfile) }()
 		res.ServerCPUProfile = cfg.CPUProfile
 	}
 	if cfg.LoadProfile != "" {
@@ -469,11 +418,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	cpu0, err := cpuTime(srv.pid())
+	cpu0, err := srv.CPUTime()
 	if err != nil {
 		return fail(err)
 	}
-	res.LoadAvg[0] = loadAvg()
+	res.LoadAvg[0] = benchkit.LoadAvg()
 	postStart := time.Now()
 	postLat, err := post(ctx, cfg, poster, channel)
 	if err != nil {
@@ -481,18 +430,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.PostSeconds = time.Since(postStart).Seconds()
 	res.Messages = len(postLat)
-	res.PostLatencyP50ms = percentile(postLat, 50)
+	res.PostLatencyP50ms = benchkit.Percentile(postLat, 50)
 	res.Expected = int64(res.Messages) * int64(cfg.Sessions)
 	deadline := time.Now().Add(cfg.Drain)
 	for rec.delivered.Load() < res.Expected && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 	}
-	cpu1, err := cpuTime(srv.pid())
+	cpu1, err := srv.CPUTime()
 	if err != nil {
 		return fail(err)
 	}
 	res.ServerCPUSeconds = (cpu1 - cpu0).Seconds()
-	res.LoadAvg[1] = loadAvg()
+	res.LoadAvg[1] = benchkit.LoadAvg()
 	if cfg.CPUProfile != "" {
 		if err := <-profDone; err != nil {
 			return fail(err)
@@ -530,17 +479,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for i, l := range rec.lat {
 		l = l[:min(rec.latN[i].Load(), int64(len(l)))]
 		lat = append(lat, l...)
-		res.PerMessageP99ms[i] = percentile(l, 99)
+		res.PerMessageP99ms[i] = benchkit.Percentile(l, 99)
 		st := rec.stored[i].Load()
 		stored = append(stored, st)
 		for _, v := range l {
 			fan = append(fan, v-st)
 		}
 	}
-	res.P50ms, res.P99ms, res.Maxms = percentile(lat, 50), percentile(lat, 99), percentile(lat, 100)
-	res.StoredP50ms, res.StoredP99ms = percentile(stored, 50), percentile(stored, 99)
-	res.FanoutP50ms, res.FanoutP99ms = percentile(fan, 50), percentile(fan, 99)
-	if rss, err := rssBytes(os.Getpid()); err == nil {
+	res.P50ms, res.P99ms, res.Maxms = benchkit.Percentile(lat, 50), benchkit.Percentile(lat, 99), benchkit.Percentile(lat, 100)
+	res.StoredP50ms, res.StoredP99ms = benchkit.Percentile(stored, 50), benchkit.Percentile(stored, 99)
+	res.FanoutP50ms, res.FanoutP99ms = benchkit.Percentile(fan, 50), benchkit.Percentile(fan, 99)
+	if rss, err := benchkit.RSSBytes(os.Getpid()); err == nil {
 		res.ClientProcessRSSMB = float64(rss) / (1 << 20)
 	}
 	if f := rec.foreign.Load(); f > 0 {
@@ -550,7 +499,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 // connectAll identifies every seeded user once, ConnectWorkers at a time.
-func connectAll(ctx context.Context, cfg Config, seed *seedFile, url string, hc *http.Client, raw *rawEngine, rec *recorder, out []*session) error {
+func connectAll(ctx context.Context, cfg Config, seed *benchkit.SeedFile, url string, hc *http.Client, raw *benchkit.RawEngine, rec *recorder, out []*session) error {
 	wsURL := "ws://" + strings.TrimPrefix(url, "http://") + "/api/v1/gateway"
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -568,7 +517,7 @@ func connectAll(ctx context.Context, cfg Config, seed *seedFile, url string, hc 
 				s := &session{}
 				if raw != nil {
 					actx, acancel := context.WithTimeout(cctx, 2*time.Minute)
-					rc, err := raw.dialRaw(actx, wsURL, u.Token, seed.WorkspaceID, rec.rawHandler(s))
+					rc, err := raw.DialParley(actx, wsURL, u.Token, seed.WorkspaceID, rec.rawHandler(s))
 					acancel()
 					if err != nil {
 						errc <- fmt.Errorf("connect session %d: %w", i, err)
@@ -650,7 +599,7 @@ func post(ctx context.Context, cfg Config, c *pclient.Client, channel string) ([
 		idx++
 		mu.Unlock()
 		t0 := time.Now()
-		if _, err := c.PostMessage(ctx, channel, parley.NewMessage{Text: messageText(i, cfg.TextBytes)}); err != nil {
+		if _, err := c.PostMessage(ctx, channel, parley.NewMessage{Text: benchkit.Stamp("gwb", i, cfg.TextBytes)}); err != nil {
 			return fmt.Errorf("post %d: %w", i, err)
 		}
 		mu.Lock()
@@ -695,40 +644,4 @@ func post(ctx context.Context, cfg Config, c *pclient.Client, channel string) ([
 		}
 	}
 	return lat, nil
-}
-
-// percentile returns the p-th percentile of ns samples, in milliseconds.
-func percentile(ns []int64, p float64) float64 {
-	if len(ns) == 0 {
-		return 0
-	}
-	s := slices.Clone(ns)
-	slices.Sort(s)
-	i := int(float64(len(s)-1) * p / 100)
-	return float64(s[i]) / 1e6
-}
-
-// loadAvg is the 1-minute load average (0 if unreadable).
-func loadAvg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -2,7 +2,7 @@
 // machine: it seeds a workspace with `parley seed`, starts `parley serve`
 // (SQLite, embedded NATS) as a separate process, connects S identified
 // sessions (each with its own user and token; read by a lean nbio reader,
-// raw.go, or by package client's Conn with -reader client), posts
+// benchkit's raw reader, or by package client's Conn with -reader client), posts
 // messages into the channel they all share through the HTTP API — steadily
 // or in bursts — and reports:
 //

@@ -42,7 +42,7 @@ func newRootCmd(stdout, stderr io.Writer, lookupEnv func(string) (string, bool))
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersionCmd(), newServeCmd(lookupEnv), newSeedCmd(), newConfigCmd(lookupEnv))
+	root.AddCommand(newVersionCmd(), newServeCmd(lookupEnv), newSeedCmd(), newConfigCmd(lookupEnv), newLoadtestCmd())
 	return root
 }
 

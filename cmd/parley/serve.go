@@ -305,13 +305,15 @@ func (n *node) closeBackends() error {
 }
 
 // newRegistry returns the process's metrics registry with the Go runtime and
-// process collectors and a build-info gauge.
+// process collectors, the store's (process-wide) metrics and a build-info
+// gauge.
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	reg.MustRegister(sqlstore.Collectors()...)
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "parley_build_info",
 		Help:        "Always 1; the version label says which build runs.",

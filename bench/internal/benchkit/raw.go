@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"bytes"
@@ -16,50 +16,73 @@ import (
 	"github.com/lesismal/nbio/nbhttp/websocket"
 )
 
-// The raw reader: a lean gateway session for measuring the server rather
+// The raw reader: lean WebSocket sessions for measuring a server rather
 // than the load generator. Package client does much per frame that a
 // benchmark does not need (a delivery goroutine per burst, per-channel
 // bookkeeping, reconnects); on two cores shared with the server that work
-// shows up in the latency. A raw session is an nbio WebSocket (the
-// library's framing, as in package client) whose frames are handled inline
-// on the engine's poller goroutine: it identifies with its own token,
-// checks that the session seq s has no gap, records the benchmark's
-// messages, and heartbeats. It never resumes: a dropped socket shows up as
-// lost deliveries.
+// shows up in the latency. A raw session is an nbio WebSocket whose frames
+// are handled inline on the engine's poller goroutine. A Parley session
+// (DialParley) identifies with its own token, checks that the session seq
+// s has no gap, passes event frames on and heartbeats. It never resumes: a
+// dropped socket shows up as lost deliveries. Dial gives other protocols
+// (bench/peer's Centrifugo sessions) the same engine.
 
-// rawEngine is the load generator's WebSocket engine for raw sessions.
-type rawEngine struct {
+// RawEngine is the load generator's WebSocket engine.
+type RawEngine struct {
 	eng *nbhttp.Engine
 
 	mu       sync.Mutex
-	sessions []*rawConn // for the heartbeat loop; guarded by mu
-	// heartbeatMS is the interval the gateway announced in hello.
+	sessions []*ParleyConn // for the heartbeat loop; guarded by mu
+	// heartbeatMS is the interval Parley's gateway announced in hello.
 	heartbeatMS atomic.Int64
 	stop        chan struct{}
 	stopOnce    sync.Once
 }
 
-func newRawEngine(pollers, readBuffer int) (*rawEngine, error) {
+// NewRawEngine starts an engine with pollers poller goroutines, each
+// reading at most readBuffer bytes from a socket at once.
+func NewRawEngine(pollers, readBuffer int) (*RawEngine, error) {
 	e := nbhttp.NewEngine(nbhttp.Config{
-		Name:           "gatewaybench",
+		Name:           "benchkit",
 		NPoller:        max(pollers, 1),
-		ReadBufferSize: readBuffer,
+		ReadBufferSize: max(readBuffer, 1<<10),
 		// Run message callbacks on the poller goroutine, no task pool.
 		ServerExecutor: func(f func()) { f() },
 	})
 	if err := e.Start(); err != nil {
 		return nil, fmt.Errorf("start websocket engine: %w", err)
 	}
-	return &rawEngine{eng: e, stop: make(chan struct{})}, nil
+	return &RawEngine{eng: e, stop: make(chan struct{})}, nil
 }
 
-func (r *rawEngine) close() {
+// Close stops the heartbeats and the engine (closing every socket).
+func (r *RawEngine) Close() {
 	r.stopOnce.Do(func() { close(r.stop) })
 	r.eng.Stop()
 }
 
-// rawConn is one raw session.
-type rawConn struct {
+// Dial opens a WebSocket to url. onText gets every text frame, on the
+// poller goroutine; onClose runs once when the socket closes.
+func (r *RawEngine) Dial(ctx context.Context, url string, onText func(ws *websocket.Conn, data []byte), onClose func()) (*websocket.Conn, error) {
+	u := websocket.NewUpgrader()
+	u.Engine = r.eng
+	u.KeepaliveTime = 0
+	u.OnMessage(func(ws *websocket.Conn, mt websocket.MessageType, data []byte) {
+		if mt == websocket.TextMessage {
+			onText(ws, data)
+		}
+	})
+	u.OnClose(func(*websocket.Conn, error) { onClose() })
+	d := &websocket.Dialer{Engine: r.eng, Upgrader: u, DialTimeout: 10 * time.Second}
+	wc, _, err := d.DialContext(ctx, url, http.Header{})
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	return wc, nil
+}
+
+// ParleyConn is one raw Parley gateway session.
+type ParleyConn struct {
 	ws     atomic.Pointer[websocket.Conn]
 	ctl    chan []byte   // handshake frames
 	closed chan struct{} // closed when the socket is
@@ -71,9 +94,10 @@ type rawConn struct {
 
 var eventPrefix = []byte(`{"op":"event","s":`)
 
-// dialRaw opens and identifies a raw session; onEvent gets the payload of
-// every event frame.
-func (r *rawEngine) dialRaw(ctx context.Context, url, token, workspaceID string, onEvent func(data []byte)) (*rawConn, error) {
+// DialParley opens and identifies a raw session on Parley's gateway at url
+// (ws://…/api/v1/gateway); onEvent gets every event frame after its s
+// (`,"t":…`). It retries while the gateway's admission control asks it to.
+func (r *RawEngine) DialParley(ctx context.Context, url, token, workspaceID string, onEvent func(tail []byte)) (*ParleyConn, error) {
 	for attempt := 0; ; attempt++ {
 		c, retry, err := r.tryDial(ctx, url, token, workspaceID, onEvent)
 		if err == nil {
@@ -82,7 +106,7 @@ func (r *rawEngine) dialRaw(ctx context.Context, url, token, workspaceID string,
 		if retry <= 0 || attempt >= 20 {
 			return nil, err
 		}
-		if err := sleepCtx(ctx, retry); err != nil {
+		if err := SleepCtx(ctx, retry); err != nil {
 			return nil, err
 		}
 	}
@@ -90,15 +114,9 @@ func (r *rawEngine) dialRaw(ctx context.Context, url, token, workspaceID string,
 
 // tryDial makes one attempt; retry > 0 when the gateway asked to come back
 // later (admission control).
-func (r *rawEngine) tryDial(ctx context.Context, url, token, workspaceID string, onEvent func([]byte)) (*rawConn, time.Duration, error) {
-	c := &rawConn{ctl: make(chan []byte, 4), closed: make(chan struct{})}
-	u := websocket.NewUpgrader()
-	u.Engine = r.eng
-	u.KeepaliveTime = 0
-	u.OnMessage(func(_ *websocket.Conn, mt websocket.MessageType, data []byte) {
-		if mt != websocket.TextMessage {
-			return
-		}
+func (r *RawEngine) tryDial(ctx context.Context, url, token, workspaceID string, onEvent func([]byte)) (*ParleyConn, time.Duration, error) {
+	c := &ParleyConn{ctl: make(chan []byte, 4), closed: make(chan struct{})}
+	wc, err := r.Dial(ctx, url, func(_ *websocket.Conn, data []byte) {
 		if bytes.HasPrefix(data, eventPrefix) {
 			c.onEvent(data, onEvent)
 			return
@@ -107,21 +125,18 @@ func (r *rawEngine) tryDial(ctx context.Context, url, token, workspaceID string,
 		case c.ctl <- bytes.Clone(data):
 		default:
 		}
-	})
-	u.OnClose(func(*websocket.Conn, error) {
+	}, func() {
 		if !c.ending.Load() {
 			c.drops.Add(1)
 		}
 		close(c.closed)
 	})
-	d := &websocket.Dialer{Engine: r.eng, Upgrader: u, DialTimeout: 10 * time.Second}
-	wc, _, err := d.DialContext(ctx, url, http.Header{})
 	if err != nil {
-		return nil, 0, fmt.Errorf("dial: %w", err)
+		return nil, 0, err
 	}
 	c.ws.Store(wc)
-	fail := func(err error) (*rawConn, time.Duration, error) {
-		c.close()
+	fail := func(err error) (*ParleyConn, time.Duration, error) {
+		c.Close()
 		return nil, 0, err
 	}
 	var hello struct {
@@ -146,7 +161,7 @@ func (r *rawEngine) tryDial(ctx context.Context, url, token, workspaceID string,
 		return fail(err)
 	}
 	if ready.Op == "reconnect" {
-		c.close()
+		c.Close()
 		return nil, time.Duration(max(ready.RetryAfterMS, 1)) * time.Millisecond, errors.New("gateway asked to reconnect")
 	}
 	r.mu.Lock()
@@ -156,7 +171,7 @@ func (r *rawEngine) tryDial(ctx context.Context, url, token, workspaceID string,
 }
 
 // await waits for a control frame with one of ops and decodes it into v.
-func (c *rawConn) await(ctx context.Context, v any, ops ...string) error {
+func (c *ParleyConn) await(ctx context.Context, v any, ops ...string) error {
 	t := time.NewTimer(15 * time.Second)
 	defer t.Stop()
 	for {
@@ -184,7 +199,7 @@ func (c *rawConn) await(ctx context.Context, v any, ops ...string) error {
 }
 
 // onEvent checks the session seq and passes the frame on.
-func (c *rawConn) onEvent(frame []byte, fn func([]byte)) {
+func (c *ParleyConn) onEvent(frame []byte, fn func([]byte)) {
 	rest := frame[len(eventPrefix):]
 	var s int64
 	i := 0
@@ -198,7 +213,8 @@ func (c *rawConn) onEvent(frame []byte, fn func([]byte)) {
 	fn(rest[i:])
 }
 
-func (c *rawConn) close() {
+// Close closes the session (not counted as a drop).
+func (c *ParleyConn) Close() {
 	c.ending.Store(true)
 	if ws := c.ws.Load(); ws != nil {
 		ws.WriteClose(1000, "bye")
@@ -206,11 +222,26 @@ func (c *rawConn) close() {
 	}
 }
 
+// Closed is closed once the socket is.
+func (c *ParleyConn) Closed() <-chan struct{} { return c.closed }
+
+// SGaps counts the gaps seen in the session seq s.
+func (c *ParleyConn) SGaps() int64 { return c.sGaps.Load() }
+
+// Drops counts closes the benchmark did not ask for.
+func (c *ParleyConn) Drops() int64 { return c.drops.Load() }
+
+// HeartbeatInterval is the interval the gateway announced (0 before the
+// first hello).
+func (r *RawEngine) HeartbeatInterval() time.Duration {
+	return time.Duration(r.heartbeatMS.Load()) * time.Millisecond
+}
+
 var heartbeatFrame = []byte(`{"op":"heartbeat"}`)
 
-// heartbeats keeps every raw session alive: it beats each one every
-// period, spread evenly over the period.
-func (r *rawEngine) heartbeats(period time.Duration) {
+// Heartbeats keeps every Parley session alive until Close: it beats each
+// one every period, spread evenly over the period.
+func (r *RawEngine) Heartbeats(period time.Duration) {
 	const step = 20 * time.Millisecond
 	if period < step {
 		period = 27 * time.Second

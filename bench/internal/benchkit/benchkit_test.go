@@ -1,0 +1,62 @@
+package benchkit
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStampRoundTrip(t *testing.T) {
+	before := time.Now().UnixNano()
+	s := Stamp("pcmp", 42, 200)
+	if len(s) != 200 || !strings.HasPrefix(s, "pcmp|42|") {
+		t.Fatalf("stamp %q (%d bytes)", s, len(s))
+	}
+	// Embedded in a JSON payload, as the servers deliver it.
+	idx, sent, ok := ParseStamp([]byte("pcmp"), []byte(`{"text":"`+s+`"}`))
+	if !ok || idx != 42 || sent < before || sent > time.Now().UnixNano() {
+		t.Fatalf("parsed %d %d %v", idx, sent, ok)
+	}
+	for _, bad := range []string{`{"text":"hello"}`, `pcmpx|1|2|`, `pcmp|1|`, `pcmp|x|2|`, `pcmp|1|y|`} {
+		if _, _, ok := ParseStamp([]byte("pcmp"), []byte(bad)); ok {
+			t.Errorf("ParseStamp accepted %q", bad)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ns := []int64{5e6, 1e6, 4e6, 2e6, 3e6}
+	if p := Percentile(ns, 50); p != 3 {
+		t.Errorf("p50 %v ms, want 3", p)
+	}
+	if p := Percentile(ns, 100); p != 5 {
+		t.Errorf("max %v ms, want 5", p)
+	}
+	if p := Percentile(nil, 99); p != 0 {
+		t.Errorf("p99 of nothing %v", p)
+	}
+	if ns[0] != 5e6 {
+		t.Error("Percentile sorted its input")
+	}
+}
+
+// The CPU time of /proc/<pid>/stat: fields 14 and 15 in clock ticks,
+// counted after the command name, which may hold spaces and parentheses.
+func TestParseStatCPU(t *testing.T) {
+	line := "1234 (my (odd) cmd) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 4 0 100 0 0"
+	d, err := parseStatCPU([]byte(line))
+	if err != nil || d != 3250*time.Millisecond {
+		t.Fatalf("cpu %v %v, want 3.25s", d, err)
+	}
+	if _, err := parseStatCPU([]byte("1234 (x) S 1 2")); err == nil {
+		t.Fatal("short stat accepted")
+	}
+	// This process's own readings are there and plausible.
+	if _, err := CPUTime(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if rss, err := RSSBytes(os.Getpid()); err != nil || rss <= 0 {
+		t.Fatalf("rss %d %v", rss, err)
+	}
+}

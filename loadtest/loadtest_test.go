@@ -1,0 +1,151 @@
+package loadtest
+
+import (
+	"bytes"
+	"encoding/xml"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHistQuantilesWithinABucket(t *testing.T) {
+	var h Hist
+	for i := 1; i <= 1000; i++ {
+		h.Record(time.Duration(i) * time.Millisecond)
+	}
+	d := HistData(h.Sparse())
+	for _, c := range []struct{ q, want float64 }{{0.5, 500}, {0.9, 900}, {0.99, 990}, {1, 1000}} {
+		got := d.Quantile(c.q)
+		if got < c.want || got > c.want*1.07 {
+			t.Errorf("q%.2f = %.1f ms, want %.0f ms to 7 %% above", c.q, got, c.want)
+		}
+	}
+	if d.Count() != 1000 || (HistData{}).Quantile(0.5) != 0 {
+		t.Fatalf("count %d", d.Count())
+	}
+	for v := uint64(0); v < 1<<20; v = v*9/8 + 1 { // buckets are contiguous and ordered
+		b := bucketOf(v)
+		if bucketLow(b) > v || bucketLow(b+1) <= v {
+			t.Fatalf("value %d in bucket %d [%d, %d)", v, b, bucketLow(b), bucketLow(b+1))
+		}
+	}
+}
+
+func TestCheckerCountsLostDuplicatedOutOfOrder(t *testing.T) {
+	var c checker
+	c.declare("a", 10) // had up to 10 at boot
+	for _, s := range []int64{11, 12, 12, 14, 13, 16} {
+		c.observe("a", s)
+	}
+	c.observe("b", 5) // joined during the run: owed from 5 on
+	c.observe("b", 6)
+	c.observe("x", 3) // no head known: not counted
+	heads := map[string]int64{"a": 17, "b": 7}
+	if c.caughtUp(heads) {
+		t.Fatal("caught up with 15, 17 and 7 missing")
+	}
+	lost, dups, ooo := c.tally(heads)
+	if lost != 3 || dups != 1 || ooo != 1 { // 15, 17 of a; 7 of b
+		t.Fatalf("lost %d dups %d ooo %d, want 3 1 1", lost, dups, ooo)
+	}
+	c.observe("a", 15)
+	c.observe("a", 17)
+	c.observe("b", 7)
+	if !c.caughtUp(heads) {
+		t.Fatal("not caught up after the missing seqs arrived")
+	}
+	if lost, _, _ := c.tally(heads); lost != 0 {
+		t.Fatalf("lost %d after catch-up", lost)
+	}
+}
+
+func TestParseSourceIPs(t *testing.T) {
+	got, err := ParseSourceIPs("127.0.0.1-127.0.0.3, 127.0.1.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"),
+		netip.MustParseAddr("127.0.0.3"), netip.MustParseAddr("127.0.1.9")}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v", got)
+	}
+	for _, bad := range []string{"127.0.0.3-127.0.0.1", "nope", "127.0.0.1-::1", "10.0.0.0-10.1.0.0"} {
+		if _, err := ParseSourceIPs(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if got, err := ParseSourceIPs(""); err != nil || len(got) != 0 {
+		t.Fatalf("empty: %v %v", got, err)
+	}
+}
+
+func TestDataMergeAcrossProcesses(t *testing.T) {
+	start := time.Now().Add(-3 * time.Second)
+	a, b := NewRecorder(start), NewRecorder(start)
+	a.Conns.Store(5)
+	a.SampleConns(start.Add(500 * time.Millisecond))
+	b.Conns.Store(7)
+	b.SampleConns(start.Add(500 * time.Millisecond))
+	a.Delivery(start.Add(1500*time.Millisecond), 10*time.Millisecond, true, a.Hist("delivery"))
+	b.Delivery(start.Add(2500*time.Millisecond), 30*time.Millisecond, true, b.Hist("delivery"))
+	b.Error(start.Add(2500*time.Millisecond), "post: rate_limited")
+	a.SetExtra("storm_all_back_s", 2)
+	b.SetExtra("storm_all_back_s", 3)
+	a.SetExtra("storm_dropped", 5)
+	b.SetExtra("storm_dropped", 7)
+	d := a.Data()
+	d.Merge(b.Data())
+	if len(d.Seconds) != 3 || d.Seconds[2].Conns != 12 || d.Seconds[0].Conns != 12 {
+		t.Fatalf("seconds %+v", d.Seconds)
+	}
+	if d.Seconds[1].Deliveries != 1 || d.Seconds[2].Deliveries != 1 || d.Seconds[2].Errors["post: rate_limited"] != 1 {
+		t.Fatalf("seconds %+v", d.Seconds)
+	}
+	if d.Extra["storm_all_back_s"] != 3 || d.Extra["storm_dropped"] != 12 {
+		t.Fatalf("extra %v: times are maxima, counts add", d.Extra)
+	}
+	if s := d.Hists["delivery"].Summarize(); s.Count != 2 || s.Max < 30 || s.P50 > 11 {
+		t.Fatalf("delivery %+v", s)
+	}
+}
+
+func TestMessageTextCarriesSendTime(t *testing.T) {
+	now := time.Now()
+	txt := messageText(now, 200)
+	if len(txt) != 200 {
+		t.Fatalf("len %d", len(txt))
+	}
+	got, ok := sentAt([]byte(`{"message":{"id":"m1","text":"` + txt + `"}}`))
+	if !ok || !got.Equal(time.Unix(0, now.UnixNano())) {
+		t.Fatalf("sentAt %v %v, want %v", got, ok, now)
+	}
+	if _, ok := sentAt([]byte(`{"message":{"text":"hello"}}`)); ok {
+		t.Fatal("a plain message has a send time")
+	}
+}
+
+func TestHTMLReportIsSelfContainedSVG(t *testing.T) {
+	r := &Result{Scenario: "hot-channel", URL: "http://127.0.0.1:8080", Pass: true,
+		Latency: map[string]Summary{"delivery": {Count: 3, P50: 1, P90: 2, P99: 3, Max: 4}},
+		Errors:  map[string]int64{"post: <script>": 1}}
+	for i := range 5 {
+		r.Timeline = append(r.Timeline, Point{T: i, Deliveries: int64(100 * i), Conns: 10, P99: float64(i), Measured: uint64(i % 3)})
+	}
+	var buf bytes.Buffer
+	if err := r.HTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	s := buf.String()
+	if strings.Count(s, "<svg") != 5 || strings.Contains(s, "<script>") || strings.Contains(s, "src=") {
+		t.Fatalf("report:\n%s", s)
+	}
+	// Each plot is well-formed XML.
+	for _, part := range strings.Split(s, "<svg")[1:] {
+		svg := "<svg" + part[:strings.Index(part, "</svg>")+len("</svg>")]
+		if err := xml.Unmarshal([]byte(svg), new(struct{})); err != nil {
+			t.Fatalf("svg does not parse: %v\n%s", err, svg)
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package loadtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"parley/client"
+)
+
+// Result is a whole run, as written to result.json.
+type Result struct {
+	Scenario string    `json:"scenario"`
+	URL      string    `json:"url"`
+	Started  time.Time `json:"started"`
+	Sizes    Sizes     `json:"sizes"`
+
+	SetupSeconds float64 `json:"setup_seconds"`
+	RunSeconds   float64 `json:"run_seconds"`
+
+	Users     int   `json:"users"`
+	Connected int   `json:"connected"`
+	PeakConns int64 `json:"peak_conns"`
+	Checked   int   `json:"checked_streams"`
+
+	// The figures that must be zero.
+	Lost       int64 `json:"lost"`
+	Duplicated int64 `json:"duplicated"`
+	OutOfOrder int64 `json:"out_of_order"`
+	Pass       bool  `json:"pass"`
+
+	Deliveries          int64   `json:"deliveries"`
+	CaughtUp            int64   `json:"deliveries_by_catch_up"`
+	Ephemeral           int64   `json:"ephemeral_events"`
+	Posts               int64   `json:"actions_sent"`
+	DeliveriesPerSecond float64 `json:"deliveries_per_second"` // mean over the seconds with deliveries
+	PeakDeliveries      int64   `json:"peak_deliveries_per_second"`
+
+	Latency map[string]Summary `json:"latency"` // delivery, connect, boot, reconnect, join_delivery, join_api, post
+	Errors  map[string]int64   `json:"errors"`
+	Extra   map[string]float64 `json:"extra,omitempty"`
+	Client  client.Stats       `json:"client_stats"`
+
+	Timeline []Point `json:"timeline"`
+}
+
+// Sizes are the run's settings.
+type Sizes struct {
+	Users       int     `json:"users"`
+	Channels    int     `json:"channels"`
+	ConnectRate float64 `json:"connect_rate"`
+	Rate        float64 `json:"rate"`
+	Posters     int     `json:"posters"`
+	Watchers    int     `json:"watchers,omitempty"`
+	DurationS   float64 `json:"duration_s"`
+	TextBytes   int     `json:"text_bytes"`
+	Procs       int     `json:"procs"`
+	SourceIPs   int     `json:"source_ips"`
+	Seeded      bool    `json:"seeded"`
+}
+
+// Point is one second of the timeline.
+type Point struct {
+	T          int   `json:"t"`
+	Deliveries int64 `json:"deliveries"`
+	Posts      int64 `json:"posts"`
+	Conns      int64 `json:"conns"`
+	Errors     int64 `json:"errors"`
+	// Latency of the second's live deliveries; Measured is how many there
+	// were (the percentiles are 0 without any).
+	Measured uint64  `json:"measured"`
+	P50      float64 `json:"p50_ms"`
+	P90      float64 `json:"p90_ms"`
+	P99      float64 `json:"p99_ms"`
+	Max      float64 `json:"max_ms"`
+}
+
+func buildResult(cfg *Config, plan *Plan, parts []*Part, setup time.Duration) *Result {
+	var d Data
+	res := &Result{Scenario: cfg.Scenario, URL: cfg.URL, Started: plan.Start, SetupSeconds: setup.Seconds(),
+		RunSeconds: time.Since(plan.Start).Seconds(),
+		Sizes: Sizes{Users: cfg.Users, Channels: len(plan.Channels), ConnectRate: cfg.ConnectRate, Rate: cfg.Rate,
+			Posters: cfg.Posters, DurationS: cfg.Duration.Seconds(), TextBytes: cfg.TextBytes, Procs: cfg.Procs,
+			SourceIPs: len(cfg.SourceIPs), Seeded: cfg.Seed != ""},
+		Latency: map[string]Summary{}}
+	if cfg.Scenario == ScenarioJoinSpike {
+		res.Sizes.Watchers = cfg.Watchers
+	}
+	for _, p := range parts {
+		d.Merge(p.Data)
+		res.Users += p.Users
+		res.Connected += p.Connected
+		res.Checked += p.Checked
+		res.Lost += p.Lost
+		res.Duplicated += p.Duplicated
+		res.OutOfOrder += p.OutOfOrder
+		res.Ephemeral += p.Ephemeral
+		res.CaughtUp += p.CaughtUp
+		addStats(&res.Client, p.ConnStats)
+	}
+	res.Pass = res.Lost == 0 && res.Duplicated == 0 && res.OutOfOrder == 0 && res.Connected == res.Users
+	for k, h := range d.Hists {
+		if h.Count() > 0 {
+			res.Latency[k] = h.Summarize()
+		}
+	}
+	res.Errors, res.Extra = d.Errors, d.Extra
+	var busy int
+	for _, s := range d.Seconds {
+		pt := Point{T: s.T, Deliveries: s.Deliveries, Posts: s.Posts, Conns: s.Conns}
+		for _, n := range s.Errors {
+			pt.Errors += n
+		}
+		if len(s.Latency) > 0 {
+			pt.Measured = s.Latency.Count()
+			pt.P50, pt.P90, pt.P99, pt.Max = s.Latency.Quantile(0.5), s.Latency.Quantile(0.9), s.Latency.Quantile(0.99), s.Latency.Quantile(1)
+		}
+		res.Timeline = append(res.Timeline, pt)
+		res.Deliveries += s.Deliveries
+		res.Posts += s.Posts
+		res.PeakConns = max(res.PeakConns, s.Conns)
+		res.PeakDeliveries = max(res.PeakDeliveries, s.Deliveries)
+		if s.Deliveries > 0 {
+			busy++
+		}
+	}
+	if busy > 0 {
+		res.DeliveriesPerSecond = float64(res.Deliveries) / float64(busy)
+	}
+	return res
+}
+
+// Print writes the summary table.
+func (r *Result) Print(w io.Writer) {
+	verdict := "PASS"
+	if !r.Pass {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "\nparley loadtest %s against %s — %s\n", r.Scenario, r.URL, verdict)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, f string, a ...any) { fmt.Fprintf(tw, "  %s\t"+f+"\n", append([]any{k}, a...)...) }
+	row("users connected", "%d of %d (peak %d live sessions, %d procs, %s)", r.Connected, r.Users, r.PeakConns, r.Sizes.Procs, sourceText(r.Sizes.SourceIPs))
+	row("setup / run", "%.1f s / %.1f s", r.SetupSeconds, r.RunSeconds)
+	row("actions sent", "%d", r.Posts)
+	row("deliveries", "%d (%.0f/s mean, %d/s peak; %d by catch-up)", r.Deliveries, r.DeliveriesPerSecond, r.PeakDeliveries, r.CaughtUp)
+	if r.Ephemeral > 0 {
+		row("ephemeral events", "%d (typing, presence)", r.Ephemeral)
+	}
+	row("lost / duplicated / out of order", "%d / %d / %d over %d checked streams", r.Lost, r.Duplicated, r.OutOfOrder, r.Checked)
+	row("resumes / fresh identifies / gap fills", "%d / %d / %d", r.Client.Resumes, r.Client.InvalidSessions, r.Client.GapsFilled)
+	for _, k := range []string{"delivery", "connect", "boot", "reconnect", "join_delivery", "join_api", "post"} {
+		s, ok := r.Latency[k]
+		if !ok || s.Count == 0 {
+			continue
+		}
+		row(k+" latency", "p50 %.1f ms  p90 %.1f ms  p99 %.1f ms  max %.1f ms  (n=%d)", s.P50, s.P90, s.P99, s.Max, s.Count)
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Extra)) {
+		row(k, "%.2f", r.Extra[k])
+	}
+	var errs []string
+	for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
+		errs = append(errs, fmt.Sprintf("%s=%d", k, r.Errors[k]))
+	}
+	if len(errs) == 0 {
+		errs = []string{"none"}
+	}
+	row("errors", "%s", strings.Join(errs, ", "))
+	tw.Flush()
+}
+
+// Write writes result.json and report.html into dir.
+func (r *Result) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report dir: %w", err)
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "result.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write result: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, "report.html"))
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := r.HTML(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write report: %w", err)
+	}
+	return f.Close()
+}
