@@ -5,7 +5,7 @@
 // integration tests use it.
 
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, existsSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, existsSync, mkdirSync, createWriteStream, type WriteStream } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -58,6 +58,7 @@ export class ParleyServer {
 	private proc: ChildProcess | undefined;
 	private stderrTail: string[] = [];
 	private exited: Promise<void> | undefined;
+	private logFile: WriteStream | undefined;
 
 	constructor(private readonly opts: ServerOptions = {}) {
 		this.dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-'));
@@ -91,6 +92,12 @@ export class ParleyServer {
 		];
 		const proc = spawn(binPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env } });
 		this.proc = proc;
+		// The whole log, for post-mortems: web/test-results/parley-<port>.log (appended across restarts).
+		if (!this.logFile) {
+			mkdirSync(resultsDir, { recursive: true });
+			this.logFile = createWriteStream(join(resultsDir, `parley-${this.port}.log`), { flags: 'a' });
+		}
+		const logFile = this.logFile;
 		this.stderrTail = [];
 		this.exited = new Promise((res) => proc.once('exit', () => res()));
 		let buf = '';
@@ -103,6 +110,7 @@ export class ParleyServer {
 				while ((i = buf.indexOf('\n')) >= 0) {
 					const line = buf.slice(0, i);
 					buf = buf.slice(i + 1);
+					logFile.write(line + '\n');
 					this.stderrTail.push(line);
 					if (this.stderrTail.length > 200) this.stderrTail.shift();
 					if (line.includes('"msg":"parley started"')) {
@@ -145,6 +153,7 @@ export class ParleyServer {
 	/** Stop and delete the data directory. */
 	async dispose(): Promise<void> {
 		await this.stop();
+		this.logFile?.end();
 		rmSync(this.dataDir, { recursive: true, force: true });
 	}
 }

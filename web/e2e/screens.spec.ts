@@ -5,6 +5,7 @@
 import type { Page } from '@playwright/test';
 import { test, expect, watchPage } from './fixtures';
 import { ParleyServer } from './harness';
+import { countRequests, storms } from './budget';
 
 async function logIn(page: Page, base: string, who: string) {
   await page.goto(base + '/');
@@ -23,6 +24,7 @@ test('main screens of the demo workspace', async ({ browser, shot }) => {
     const alice = await aliceCtx.newPage();
     const bob = await bobCtx.newPage();
     const problems = [alice, bob].map(watchPage);
+    const calls = [alice, bob].map(countRequests);
 
     await alice.goto(demo.url + '/');
     await expect(alice.getByTestId('auth-submit')).toBeVisible();
@@ -64,6 +66,7 @@ test('main screens of the demo workspace', async ({ browser, shot }) => {
     await shot(alice, 'directory');
 
     expect(problems.flat(), demo.logTail()).toEqual([]);
+    for (const c of calls) expect(storms(c, 15), JSON.stringify([...c])).toEqual([]);
     await aliceCtx.close();
     await bobCtx.close();
   } catch (e) {

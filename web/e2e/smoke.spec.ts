@@ -24,3 +24,26 @@ test('sign up, create a workspace, see #general', async ({ page, server, shot, n
 	await shot(page, 'smoke-general');
 	expect(problems, server.logTail()).toEqual([]);
 });
+
+test('the binary serves the client: SPA fallback, hashed assets cached and gzipped, API 404s stay JSON', async ({ page, request }) => {
+	const deep = await request.get('/some/client/route');
+	expect(deep.status()).toBe(200);
+	expect(deep.headers()['content-type']).toContain('text/html');
+	const html = await deep.text();
+	const js = html.match(/src="(\/assets\/[^"]+\.js)"/)?.[1];
+	expect(js, html).toBeTruthy();
+	const asset = await request.get(js!, { headers: { 'Accept-Encoding': 'gzip' } });
+	expect(asset.status()).toBe(200);
+	expect(asset.headers()['cache-control']).toContain('immutable');
+	expect(asset.headers()['content-encoding']).toBe('gzip');
+	const stale = await request.get('/assets/index-doesnotexist.js');
+	expect(stale.status()).toBe(404);
+	const api = await request.get('/api/v1/no/such/thing');
+	expect(api.status()).toBe(404);
+	expect(await api.json()).toMatchObject({ error: { code: 'not_found' } });
+	// The app itself boots on a deep link.
+	const problems = watchPage(page);
+	await page.goto('/some/client/route');
+	await expect(page.getByTestId('auth-submit')).toBeVisible();
+	expect(problems).toEqual([]);
+});

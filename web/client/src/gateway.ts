@@ -221,6 +221,7 @@ export class Gateway {
 
 	/** The channels on screen (sent now and again after every reconnect). */
 	focus(channelIds: string[]): void {
+		if (this.focusIds && this.focusIds.length === channelIds.length && this.focusIds.every((id, i) => id === channelIds[i])) return;
 		this.focusIds = [...channelIds];
 		this.sendIfLive({ op: 'focus', channel_ids: this.focusIds });
 	}

@@ -39,6 +39,8 @@ export interface LocalMessage extends Message {
 	pending?: boolean;
 	/** Sending failed; `resend` tries again, `discard` drops it. */
 	failed?: boolean;
+	/** Why sending failed (the ApiError's message). */
+	error?: string;
 }
 
 /** A window of messages, ascending by seq. */
@@ -405,8 +407,10 @@ export class Session {
 		gw.on('invalidSession', () => void this.reboot());
 		gw.on('channelLost', ({ channelId }) => this.removeChannel(channelId));
 		gw.start();
+		// What the view asked for before the gateway existed.
 		const focus = this.s.activeChannelId;
 		if (focus) gw.focus([focus]);
+		if (this.presenceIds) gw.presenceSub(this.presenceIds.split(','));
 	}
 
 	/** Disconnect and stop all timers. State stays readable. */
@@ -880,7 +884,9 @@ export class Session {
 			this.upsertMessage(m);
 			return m;
 		} catch (e) {
-			this.putLocal(kind, key, { ...local, pending: false, failed: true });
+			const why = e instanceof ApiError ? `${e.message} (${e.status || e.code})` : String(e);
+			this.putLocal(kind, key, { ...local, pending: false, failed: true, error: why });
+			this.fail(e);
 			throw e;
 		}
 	}
@@ -894,7 +900,7 @@ export class Session {
 
 	/** Try a failed message again (same client_msg_id: never posted twice). */
 	resend(local: LocalMessage): Promise<Message> {
-		return this.sendLocal({ ...local, failed: false, pending: true });
+		return this.sendLocal({ ...local, failed: false, pending: true, error: undefined });
 	}
 
 	/** Drop a failed message from the list. */
@@ -1089,8 +1095,10 @@ export class Session {
 	}
 
 	async markThreadRead(rootId: string): Promise<void> {
-		const known = this.s.threads.items.find((t) => t.root_id === rootId);
-		if (known && !known.unread_replies && !known.unread_mentions) return;
+		// Nothing to do when the thread is known to be read: calling again and
+		// again (say, from a UI effect) costs no requests.
+		const known = this.threadUnread.get(rootId);
+		if (known && !known.replies && !known.mentions) return;
 		try {
 			const t = await this.api.markThreadRead(rootId);
 			this.applyThread(t, 'read');

@@ -67,6 +67,7 @@ describe('Gateway', () => {
 		h.gw.focus(['C1']);
 		h.gw.presenceSub(['U2', 'U3']);
 		await ready(h);
+		h.gw.focus(['C1']); // the same view again: no new frame
 		const id = srv.framesOf('identify');
 		expect(id).toEqual([{ op: 'identify', token: 'T1', workspace_id: 'W1' }]);
 		await srv.waitFor(() => srv.framesOf('heartbeat').length >= 2, 'two heartbeats');

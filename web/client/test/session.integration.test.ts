@@ -82,9 +82,16 @@ describe('Session against a real server', () => {
 		const notes: string[] = [];
 		bob.on('event', (e) => process.env.GWLOG && console.log('EV', e.t, e.source, e.d.seq));
 		bob.on('notify', (n) => notes.push(`${n.kind}:${n.message.text}`));
+		const aliceId = (await alice.me()).id;
+		const aliceSession = newSession(alice);
 		try {
+			// Presence asked for before the gateway exists is subscribed once it does.
+			bob.setPresenceView([aliceId]);
 			await bob.start(ws.id);
 			await until(bob, (s) => s.status === 'ready', 'ready');
+			await until(bob, (s) => s.presence[aliceId] === 'offline', 'alice offline');
+			await aliceSession.start(ws.id);
+			await until(bob, (s) => s.presence[aliceId] === 'online', 'alice online');
 			expect(bob.state.channels.map((c) => c.name)).toContain('general');
 			// The whole user list is never fetched.
 			expect(counts.get(`/api/v1/workspaces/${ws.id}/users`) ?? 0).toBe(0);
@@ -95,7 +102,6 @@ describe('Session against a real server', () => {
 			expect(st.channelsById[general.id].mention_count).toBe(1);
 			expect(notes).toEqual([`mention:hey @${b.handle}, look`]);
 			// Alice came with the event (just-in-time users): no lookup needed.
-			const aliceId = (await alice.me()).id;
 			expect(st.users[aliceId]?.handle).toBe(a.handle);
 
 			// Opening the channel loads history and clears the counts on the server too.
@@ -119,11 +125,15 @@ describe('Session against a real server', () => {
 			expect((counts.get('/api/v1/users/batch') ?? 0) - before).toBe(1);
 		} finally {
 			bob.stop();
+			aliceSession.stop();
 		}
 	});
 
 	it('follows threads: replies, unread summary, thread list, read', async () => {
-		const { a, b, alice, bobApi, ws, general } = await twoUsers();
+		const { a, b, alice: aliceApi, bobApi, ws, general } = await twoUsers();
+		const counts = new Map<string, number>();
+		const alice = countingApi(counts);
+		alice.setToken(aliceApi.getToken());
 		const session = newSession(alice);
 		const notes: string[] = [];
 		session.on('notify', (n) => notes.push(`${n.kind}:${n.message.text}`));
@@ -167,6 +177,12 @@ describe('Session against a real server', () => {
 			st = await until(session, (s) => s.threadsSummary.unread_threads === 0 && s.threadsSummary.unread_mentions === 0, 'read');
 			expect(st.threads.items.find((t) => t.root_id === root.id)?.unread_replies).toBe(0);
 			expect((await alice.boot({ workspace_id: ws.id })).threads?.unread_threads).toBe(0);
+			// Marking a read thread read again costs nothing.
+			const reads = () => counts.get(`/api/v1/threads/${root.id}/read`) ?? 0;
+			const n = reads();
+			await session.markThreadRead(root.id);
+			await session.markThreadRead(root.id);
+			expect(reads()).toBe(n);
 			expect(b.handle).toBeTruthy();
 		} finally {
 			session.stop();

@@ -140,9 +140,6 @@ class App {
     const lastChannel = store()?.getItem(CHANNEL_KEY + wsId) ?? undefined;
     await session.start(wsId, { channelId: lastChannel });
     store()?.setItem(WS_KEY, wsId);
-    // The followed threads feed the sidebar's Threads badge; the session
-    // refreshes them on thread events once loaded.
-    session.loadThreads().catch(() => {});
     this.view = 'channel';
     this.panel = null;
     this.screen = 'chat';

@@ -73,3 +73,16 @@ describe('buildRows: the new-messages divider', () => {
     expect(rows.some((r) => r.kind === 'new')).toBe(false);
   });
 });
+
+describe('rowKey', () => {
+  it('keeps a sent message on the same key from local echo to server copy', () => {
+    const at = new Date(2026, 10, 22, 9, 0);
+    const local = msg('local:abc', 'me', at, { client_msg_id: 'abc', pending: true, seq: Number.MAX_SAFE_INTEGER });
+    const server = msg('M1', 'me', at, { client_msg_id: 'abc', seq: 9 });
+    const [l] = buildRows([local], at).filter((r) => r.kind === 'msg');
+    const [s] = buildRows([server], at).filter((r) => r.kind === 'msg');
+    expect(l.key).toBe(s.key);
+    // Without a client_msg_id (imported, or another client's), the id.
+    expect(buildRows([msg('M2', 'ann', at)], at).find((r) => r.kind === 'msg')!.key).toBe('M2');
+  });
+});

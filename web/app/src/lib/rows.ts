@@ -8,6 +8,15 @@ import type { Row, ViewMessage } from './view';
 
 export const GROUP_MS = 5 * 60 * 1000;
 
+/**
+ * A message row's key: the sender's client_msg_id when there is one, so the
+ * row of a message being sent stays the same DOM node (and keeps its measured
+ * height and hover state) when the server's copy replaces the local one.
+ */
+export function rowKey(m: ViewMessage): string {
+  return m.client_msg_id ? `c:${m.user_id}:${m.client_msg_id}` : m.id;
+}
+
 export function buildRows(
   messages: readonly ViewMessage[],
   now = new Date(),
@@ -34,7 +43,7 @@ export function buildRows(
       prev.user_id === m.user_id &&
       !prev.reply_count &&
       new Date(m.created_at).getTime() - new Date(prev.created_at).getTime() < GROUP_MS;
-    out.push({ kind: 'msg', key: m.id, m, grouped });
+    out.push({ kind: 'msg', key: rowKey(m), m, grouped });
     prev = m;
   }
   return out;
