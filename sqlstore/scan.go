@@ -1,9 +1,11 @@
 package sqlstore
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/base64"
 	"time"
+	"unicode/utf8"
 
 	"parley"
 )
@@ -127,7 +129,10 @@ func decodeCursor(cursor string) (string, error) {
 		return "", nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || len(b) == 0 {
+	// Cursors are compared with text columns: bytes PostgreSQL's text
+	// cannot hold (invalid UTF-8, NUL) would fail there as an internal
+	// error while SQLite took them, so both refuse them here.
+	if err != nil || len(b) == 0 || !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
 		return "", parley.Errorf(parley.EINVALID, "invalid cursor")
 	}
 	return string(b), nil

@@ -507,14 +507,18 @@ func (s *Store) ListThreads(ctx context.Context, actor, workspaceID string, q pa
 
 // threadsSummary counts, for boot, actor's followed threads with unread
 // replies and their unread mentions: a read of the unread memberships only
-// (the partial index), never of messages.
+// (the partial index), never counting messages; each one's root is looked
+// up by key, since a thread whose root was deleted is not listed
+// (ListThreads) and must not count either.
 func threadsSummary(ctx context.Context, q querier, actor, workspaceID string) (*parley.ThreadsSummary, error) {
 	var sum parley.ThreadsSummary
 	if err := q.QueryRowContext(ctx,
 		`SELECT COUNT(*), COALESCE(SUM(tm.unread_mentions), 0) FROM thread_memberships tm
 		 JOIN channels c ON c.workspace_id = tm.workspace_id AND c.id = tm.channel_id
 		 WHERE tm.user_id = $1 AND tm.workspace_id = $2 AND tm.following = 1
-		   AND (tm.unread_replies > 0 OR tm.unread_mentions > 0) AND `+followerVisible,
+		   AND (tm.unread_replies > 0 OR tm.unread_mentions > 0) AND `+followerVisible+`
+		   AND EXISTS (SELECT 1 FROM messages r
+		     WHERE r.workspace_id = tm.workspace_id AND r.id = tm.root_id AND r.deleted_at IS NULL)`,
 		actor, workspaceID).Scan(&sum.UnreadThreads, &sum.UnreadMentions); err != nil {
 		return nil, fmt.Errorf("threads summary: %w", err)
 	}

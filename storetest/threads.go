@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"sort"
@@ -86,6 +87,8 @@ func init() {
 	registerHarness("Threads/FlagOff", testThreadsFlagOff)
 	registerHarness("Threads/ConcurrentReplies", testThreadsConcurrentReplies)
 	registerHarness("Mentions/EventsAndCap", testMentionsEventsAndCap)
+	registerHarness("Threads/DeletedRootLeavesSummary", testThreadsDeletedRoot)
+	registerHarness("Threads/CursorBytes", testThreadsCursorBytes)
 	register("Reads/ChannelReadReachesOtherDevices", testChannelReadEvent)
 }
 
@@ -637,5 +640,40 @@ func testThreadsConcurrentReplies(t *testing.T, h Harness) {
 	NoErr(t, err)
 	if th2.UnreadReplies != 0 || th2.ReplyCount != len(posters)*each+1 {
 		t.Fatalf("dave after reading: %+v", th2)
+	}
+}
+
+// testThreadsDeletedRoot: a thread whose root was deleted leaves the
+// threads list, and so must leave boot's unread summary (else the badge
+// counts a thread the user can neither list nor open nor mark read).
+func testThreadsDeletedRoot(t *testing.T, h Harness) {
+	e := newThreadEnv(t, h)
+	root := e.post(t, e.alice, e.ch, "root")
+	e.reply(t, e.bob, root, "@"+e.alice.Handle+" reply")
+	if b := mustBoot(t, e.s, e.alice, parley.BootQuery{WorkspaceID: e.ws.ID}); b.Threads == nil ||
+		b.Threads.UnreadThreads != 1 || b.Threads.UnreadMentions != 1 {
+		t.Fatalf("alice's boot threads summary before the delete = %+v", b.Threads)
+	}
+	NoErr(t, e.s.DeleteMessage(ctx(t), e.alice.ID, root.ID))
+	if got := e.threads(t, e.alice, true); len(got) != 0 {
+		t.Fatalf("a thread of a deleted root is listed: %v", got)
+	}
+	if b := mustBoot(t, e.s, e.alice, parley.BootQuery{WorkspaceID: e.ws.ID}); b.Threads == nil ||
+		b.Threads.UnreadThreads != 0 || b.Threads.UnreadMentions != 0 {
+		t.Fatalf("alice's boot threads summary after the root's delete = %+v, want none unread", b.Threads)
+	}
+}
+
+// testThreadsCursorBytes: a cursor that decodes to bytes no text column
+// can hold (invalid UTF-8, NUL) is a bad cursor on both databases, not an
+// internal error on PostgreSQL.
+func testThreadsCursorBytes(t *testing.T, h Harness) {
+	e := newThreadEnv(t, h)
+	for _, raw := range []string{"1:\xff", "1:a\x00b", "msg_\xff", "msg_\x00"} {
+		cur := base64.RawURLEncoding.EncodeToString([]byte(raw))
+		_, err := e.s.ListThreads(ctx(t), e.alice.ID, e.ws.ID, parley.ThreadQuery{Cursor: cur})
+		Code(t, err, parley.EINVALID)
+		_, err = e.s.Search(ctx(t), e.alice.ID, e.ws.ID, parley.SearchQuery{Q: "x", Cursor: cur})
+		Code(t, err, parley.EINVALID)
 	}
 }
