@@ -448,7 +448,6 @@ export class Gateway {
 
 	private onLive(ws: WebSocketLike, resumed: boolean): void {
 		this.live = true;
-		this.attempt = 0;
 		if (this.focusIds) this.send(ws, { op: 'focus', channel_ids: this.focusIds });
 		if (this.presenceIds) this.send(ws, { op: 'presence_sub', user_ids: this.presenceIds });
 		this.emitter.emit('session', { sessionId: this.sessionId!, userId: this._userId!, resumed });
@@ -456,6 +455,9 @@ export class Gateway {
 		if (this.needCatchUp) this.enqueue(gen, () => this.catchUp(gen));
 		this.enqueue(gen, () => {
 			if (this.ws === ws && !this.needCatchUp) {
+				// Only a session that caught up resets the backoff: a socket
+				// that opens but whose catch-up fails must back off further.
+				this.attempt = 0;
 				this.everReady = true;
 				this.setStatus('ready');
 			}
@@ -509,7 +511,13 @@ export class Gateway {
 			return;
 		}
 		if (seq > last + 1) {
-			await this.fillGap(ch, last, seq, gen);
+			// A catch-up is owed (a failed one, or a failed gap fill): it
+			// delivers this event too, in order; do not skip past the gap.
+			if (this.needCatchUp) return;
+			if (!(await this.fillGap(ch, last, seq, gen))) {
+				if (gen === this.generation) this.retryCatchUp();
+				return;
+			}
 			if (gen !== this.generation) return;
 			last = this.tracked.get(ch);
 			if (last === undefined) return; // lost the channel while filling
@@ -537,13 +545,17 @@ export class Gateway {
 		return false;
 	}
 
-	/** Deliver the log entries after `last` and before `until` from /events. */
-	private async fillGap(ch: string, last: number, until: number, gen: number): Promise<void> {
+	/**
+	 * Deliver the log entries after `last` and before `until` from /events.
+	 * False when /events failed (not a 404): the channel stays at what was
+	 * delivered, and a catch-up must finish the job.
+	 */
+	private async fillGap(ch: string, last: number, until: number, gen: number): Promise<boolean> {
 		let after = last;
 		try {
 			while (after < until - 1) {
 				const page = await this.api.listEvents(ch, after, 200);
-				if (gen !== this.generation) return;
+				if (gen !== this.generation) return true;
 				let progressed = false;
 				for (const e of page.events) {
 					if (e.seq <= after) continue;
@@ -558,12 +570,26 @@ export class Gateway {
 			if (e instanceof ApiError && e.status === 404) {
 				this.tracked.delete(ch);
 				this.emitter.emit('channelLost', { channelId: ch });
-				return;
+				return true;
 			}
 			this.log('gateway: gap fill failed', e);
+			return false;
 		}
 		if (after >= until - 1) this.stats.gapsFilled++;
 		else this.stats.gapsUnfillable++;
+		return true;
+	}
+
+	/** Owe a catch-up and get it by reconnecting (resume, then /sync from each channel's position). */
+	private retryCatchUp(): void {
+		this.needCatchUp = true;
+		const ws = this.ws;
+		if (ws) {
+			this.ws = undefined;
+			this.live = false;
+			this.detach(ws, CLIENT_RECONNECT_CODE);
+			this.onSocketGone(CLIENT_RECONNECT_CODE, undefined);
+		}
 	}
 
 	/** Deliver one log entry (from /events or /sync) through the seq check, without gap filling. */
@@ -608,7 +634,8 @@ export class Gateway {
 						const last = this.tracked.get(id);
 						if (last !== undefined) {
 							const before = this.stats.gapsFilled;
-							await this.fillGap(id, last, entry.last_seq + 1, gen);
+							if (!(await this.fillGap(id, last, entry.last_seq + 1, gen))) throw new Error(`gap fill of ${id} failed`);
+							if (gen !== this.generation) return;
 							if (this.stats.gapsFilled > before) events += entry.last_seq - last;
 						}
 					} else {
@@ -620,13 +647,7 @@ export class Gateway {
 		} catch (e) {
 			// Leave needCatchUp set: the next ready or resumed runs it again.
 			this.log('gateway: catch-up failed; retrying on reconnect', e);
-			const ws = this.ws;
-			if (ws) {
-				this.ws = undefined;
-				this.live = false;
-				this.detach(ws, CLIENT_RECONNECT_CODE);
-				this.onSocketGone(CLIENT_RECONNECT_CODE, undefined);
-			}
+			this.retryCatchUp();
 			return;
 		}
 		this.needCatchUp = false;

@@ -121,6 +121,32 @@ describe('Gateway', () => {
 		expect(h.seqs('C1')).toEqual([2, 3, 4, 5]);
 	});
 
+	it('does not skip past a gap it failed to fill: catches up after reconnecting', async () => {
+		srv.appendMessage('C1', 'one');
+		const h = connect({ C1: 1 });
+		await ready(h);
+		const sess = srv.session();
+		srv.appendMessage('C1', 'two');
+		srv.appendMessage('C1', 'three');
+		const e4 = srv.appendMessage('C1', 'four');
+		srv.failNext.set('/api/v1/channels/C1/events', [500]); // not retried by the Api
+		srv.sendEntry(sess, e4);
+		await srv.waitFor(() => h.seqs('C1').length === 3 && h.gw.status === 'ready', 'seqs 2-4');
+		expect(h.seqs('C1')).toEqual([2, 3, 4]);
+		expect(h.gw.stats.gapsUnfillable).toBe(0);
+	});
+
+	it('backs off further while catch-up keeps failing', async () => {
+		srv.failNext.set('/api/v1/sync', [500, 500, 500]);
+		const t0 = Date.now();
+		// random 0: the n-th consecutive failure waits minMs·2^(n−1)/2: 50, 100, 200 ms.
+		const h = connect({ C1: 0 }, { minMs: 100, maxMs: 10_000, random: () => 0 });
+		await ready(h);
+		expect(srv.requestsTo('/api/v1/sync')).toHaveLength(4);
+		// A client that counted each new socket as a fresh start would wait 50 ms each time.
+		expect(Date.now() - t0).toBeGreaterThanOrEqual(350);
+	});
+
 	it('pages /events when the gap is longer than a page', async () => {
 		srv.eventsPage = 3;
 		const h = connect({ C1: 0 });
