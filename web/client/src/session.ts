@@ -269,6 +269,12 @@ export class Session {
 	private countedReplies = new Set<string>();
 	private deletedReplies = new Set<string>();
 	private unlistenVisibility: (() => void) | undefined;
+	/**
+	 * Per channel, while loadLatest is out: the top-level messages created or
+	 * updated and the ids deleted meanwhile. The page may predate them, and
+	 * the list ignores them until it is loaded; they are applied to the page.
+	 */
+	private duringLoad = new Map<string, { msgs: Message[]; deleted: Set<string> }>();
 
 	constructor(opts: SessionOptions = {}) {
 		this.opts = opts;
@@ -656,15 +662,22 @@ export class Session {
 	async loadLatest(channelId: string): Promise<void> {
 		const size = this.opts.pageSize ?? 50;
 		this.setList('messages', channelId, { loading: true, error: undefined });
+		let live = this.duringLoad.get(channelId);
+		if (!live) this.duringLoad.set(channelId, (live = { msgs: [], deleted: new Set() }));
 		try {
 			const page = await this.api.listMessages(channelId, { limit: size });
+			if (this.duringLoad.get(channelId) === live) this.duringLoad.delete(channelId);
 			const cur = this.s.messages[channelId];
 			const pending = (cur?.messages ?? []).filter((m) => m.pending || m.failed);
-			const keepLive = cur?.loaded && !cur.hasNewer ? cur.messages.filter((m) => !m.pending && !m.failed && m.seq > (page.messages.at(-1)?.seq ?? 0)) : [];
-			const msgs = mergeMessages(page.messages.filter((m) => !m.thread_root_id), [...keepLive, ...pending]);
+			const pageLast = page.messages.at(-1)?.seq ?? 0;
+			const keepLive = cur?.loaded && !cur.hasNewer ? cur.messages.filter((m) => !m.pending && !m.failed && m.seq > pageLast) : [];
+			const inPage = new Set(page.messages.map((m) => m.id));
+			const arrived = live.msgs.filter((m) => m.seq > pageLast || inPage.has(m.id));
+			const msgs = mergeMessages(page.messages.filter((m) => !m.thread_root_id), [...keepLive, ...arrived, ...pending]).filter((m) => !live.deleted.has(m.id));
 			this.setList('messages', channelId, { messages: msgs, hasOlder: page.messages.length >= size, hasNewer: false, loading: false, loaded: true });
 			this.authorsOf(page.messages);
 		} catch (e) {
+			if (this.duringLoad.get(channelId) === live) this.duringLoad.delete(channelId);
 			this.setList('messages', channelId, { loading: false, error: (e as Error).message });
 			throw e;
 		}
@@ -955,6 +968,7 @@ export class Session {
 			const cur = this.s.replies[m.thread_root_id];
 			if (cur) this.setList('replies', m.thread_root_id, { messages: own ? this.replaceOwn(cur.messages, m) : mergeMessages(cur.messages, [m]) });
 		} else {
+			this.duringLoad.get(m.channel_id)?.msgs.push(m);
 			const cur = this.s.messages[m.channel_id];
 			if (cur?.loaded) {
 				const present = indexOfMessage(cur.messages, m) >= 0;
@@ -1025,6 +1039,7 @@ export class Session {
 	}
 
 	private dropMessage(id: string): void {
+		for (const l of this.duringLoad.values()) l.deleted.add(id);
 		const messages = { ...this.s.messages };
 		let changed = false;
 		for (const [ch, list] of Object.entries(messages)) {

@@ -52,6 +52,9 @@ export class FakeParley {
 	/** Held /sync answers: resolved by releaseSync(). */
 	holdSync = false;
 	private syncWaiters: Array<() => void> = [];
+	/** Held /channels/{id}/messages answers (the page is taken before the hold): released by releaseMessages(). */
+	holdMessages = false;
+	private messagesWaiters: Array<() => void> = [];
 	/** Statuses to answer the next requests to a path with (then it works again). */
 	readonly failNext = new Map<string, number[]>();
 	/** Page size of /events. */
@@ -181,6 +184,13 @@ export class FakeParley {
 		for (const f of w) f();
 	}
 
+	releaseMessages(): void {
+		this.holdMessages = false;
+		const w = this.messagesWaiters;
+		this.messagesWaiters = [];
+		for (const f of w) f();
+	}
+
 	framesOf(op: string): Record<string, unknown>[] {
 		return this.conns.flatMap((c) => c.frames.filter((f) => f.op === op));
 	}
@@ -294,6 +304,18 @@ export class FakeParley {
 			const limit = Math.min(Number(u.searchParams.get('limit') ?? 50), this.eventsPage);
 			const page = list.filter((e) => e.seq > after).slice(0, limit);
 			return json(200, { events: page, ...(page.length === limit ? { next_cursor: String(page.at(-1)!.seq) } : {}) });
+		}
+		if (req.method === 'GET' && (m = u.pathname.match(/^\/api\/v1\/channels\/([^/]+)\/messages$/))) {
+			// Top-level messages of the log, newest page first in seq order.
+			const id = decodeURIComponent(m[1]);
+			const limit = Number(u.searchParams.get('limit') ?? 50);
+			const before = Number(u.searchParams.get('before_seq') ?? Infinity);
+			const after = Number(u.searchParams.get('after_seq') ?? 0);
+			const all = (this.log.get(id) ?? []).flatMap((e) => (e.t === 'message.created' && e.d.message && !e.d.message.thread_root_id ? [e.d.message] : []));
+			const sel = all.filter((x) => x.seq > after && x.seq < before);
+			const page = u.searchParams.has('after_seq') ? sel.slice(0, limit) : sel.slice(-limit);
+			if (this.holdMessages) await new Promise<void>((r) => this.messagesWaiters.push(r));
+			return json(200, { messages: page });
 		}
 		if (req.method === 'POST' && u.pathname === '/api/v1/users/batch') {
 			const ids = (body as { ids: string[] }).ids;

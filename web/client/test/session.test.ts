@@ -117,3 +117,42 @@ describe('Session.ensureUsers', () => {
 		}
 	});
 });
+
+describe('Session.loadLatest', () => {
+	it('keeps a message that arrives live while the first page is on its way', async () => {
+		const { FakeParley } = await import('./fakeserver');
+		const srv = new FakeParley();
+		await srv.start();
+		try {
+			srv.appendMessage('C1', 'one');
+			const s = new Session({ baseUrl: srv.url, token: 'T' });
+			(s as unknown as { s: Session['state'] }).s = {
+				...s.state,
+				self: { id: 'U1', name: 'Me', handle: 'me', title: '', avatar_hash: '', created_at: '', updated_at: '' },
+				channelsById: {
+					C1: { id: 'C1', name: 'general', kind: 'public', topic: '', member_count: 2, last_seq: 1, last_read_seq: 1, unread_count: 0, mention_count: 0, updated_at: '', is_member: true },
+				},
+			};
+			srv.holdMessages = true;
+			const loading = s.loadLatest('C1');
+			await srv.waitFor(() => srv.requestsTo('/api/v1/channels/C1/messages').length === 1, 'page requested');
+			// The page is taken; a new message is committed and delivered before the answer lands.
+			const e2 = srv.appendMessage('C1', 'two');
+			s.applyEvent({ t: e2.t, d: e2.d, source: 'live' });
+			srv.releaseMessages();
+			await loading;
+			expect(s.state.messages.C1.messages.map((m) => m.text)).toEqual(['one', 'two']);
+			// A deletion while a reload is out is not undone by a page taken before it.
+			srv.holdMessages = true;
+			const reloading = s.loadLatest('C1');
+			await srv.waitFor(() => srv.requestsTo('/api/v1/channels/C1/messages').length === 2, 'second page requested');
+			s.applyEvent({ t: 'message.deleted', d: { channel_id: 'C1', seq: 3, message_id: 'MC1-1' }, source: 'live' });
+			srv.releaseMessages();
+			await reloading;
+			expect(s.state.messages.C1.messages.map((m) => m.text)).toEqual(['two']);
+			s.stop();
+		} finally {
+			await srv.stop();
+		}
+	});
+});
