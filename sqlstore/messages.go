@@ -175,9 +175,10 @@ func postedBefore(ctx context.Context, q querier, actor, channelID, clientMsgID 
 
 // threadRoot is what a reply needs to know of its root.
 type threadRoot struct {
-	ID        string
-	UserID    string // its author
-	CreatedAt int64  // micros
+	ID         string
+	UserID     string // its author
+	CreatedAt  int64  // micros
+	ReplyCount int    // with this reply
 }
 
 // countReply checks that rootID is a live top-level message of ch and counts
@@ -187,8 +188,8 @@ func (tx *Tx) countReply(ctx context.Context, ch *parley.Channel, rootID string)
 	err := tx.QueryRowContext(ctx,
 		`UPDATE messages SET reply_count = reply_count + 1, last_reply_at = $1
 		 WHERE id = $2 AND channel_id = $3 AND thread_root_id IS NULL AND deleted_at IS NULL
-		 RETURNING user_id, created_at`,
-		micros(tx.now), rootID, ch.ID).Scan(&root.UserID, &root.CreatedAt)
+		 RETURNING user_id, created_at, reply_count`,
+		micros(tx.now), rootID, ch.ID).Scan(&root.UserID, &root.CreatedAt, &root.ReplyCount)
 	if err == nil {
 		return root, nil
 	}

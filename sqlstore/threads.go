@@ -50,23 +50,25 @@ func errThreadsOff() error {
 // on) and returns the ids of the members it mentions.
 func (tx *Tx) threadReply(ctx context.Context, ch *parley.Channel, root *threadRoot, m *parley.Message) ([]string, error) {
 	now := micros(tx.now)
-	// The thread: one more reply, the poster among the participants.
+	// The thread: one more reply, the poster among the participants. The
+	// count is the root's (countReply, under the root's lock), which also
+	// counts replies posted while collapsed threads were off.
 	var (
 		replies      int
 		participants string
 	)
 	if err := tx.QueryRowContext(ctx,
 		`INSERT INTO threads (workspace_id, root_id, channel_id, reply_count, last_reply_at, participants)
-		 VALUES ($1, $2, $3, 1, $4, $5)
+		 VALUES ($1, $2, $3, $7, $4, $5)
 		 ON CONFLICT (workspace_id, root_id) DO UPDATE SET
-		   reply_count = threads.reply_count + 1,
+		   reply_count = excluded.reply_count,
 		   last_reply_at = excluded.last_reply_at,
 		   participants = CASE
 		     WHEN threads.participants = '' THEN excluded.participants
 		     WHEN ',' || threads.participants || ',' LIKE $6 ESCAPE '\' THEN threads.participants
 		     ELSE threads.participants || ',' || excluded.participants END
 		 RETURNING reply_count, participants`,
-		m.WorkspaceID, root.ID, ch.ID, now, m.UserID, "%,"+escapeLike(m.UserID)+",%").
+		m.WorkspaceID, root.ID, ch.ID, now, m.UserID, "%,"+escapeLike(m.UserID)+",%", root.ReplyCount).
 		Scan(&replies, &participants); err != nil {
 		return nil, fmt.Errorf("count thread reply: %w", err)
 	}
@@ -191,12 +193,14 @@ func (tx *Tx) emitMentions(m *parley.Message, userIDs []string) error {
 	return nil
 }
 
-// uncountThreadReply takes a deleted reply off its thread's count. The
-// followers' unread counts are left as they are (they clear on read).
+// uncountThreadReply takes a deleted reply off its thread's count: the
+// root's, which the caller has just lowered. The followers' unread counts
+// are left as they are (they clear on read).
 func (tx *Tx) uncountThreadReply(ctx context.Context, m *parley.Message) error {
 	if _, err := tx.ExecContext(ctx,
-		`UPDATE threads SET reply_count = reply_count - 1
-		 WHERE workspace_id = $1 AND root_id = $2 AND reply_count > 0`,
+		`UPDATE threads SET reply_count = (SELECT r.reply_count FROM messages r
+		   WHERE r.workspace_id = threads.workspace_id AND r.id = threads.root_id)
+		 WHERE workspace_id = $1 AND root_id = $2`,
 		m.WorkspaceID, m.ThreadRootID); err != nil {
 		return fmt.Errorf("uncount thread reply: %w", err)
 	}

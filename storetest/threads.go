@@ -89,6 +89,7 @@ func init() {
 	registerHarness("Mentions/EventsAndCap", testMentionsEventsAndCap)
 	registerHarness("Threads/DeletedRootLeavesSummary", testThreadsDeletedRoot)
 	registerHarness("Threads/CursorBytes", testThreadsCursorBytes)
+	registerHarness("Threads/ReplyCountAcrossFlag", testThreadsReplyCountAcrossFlag)
 	register("Reads/ChannelReadReachesOtherDevices", testChannelReadEvent)
 }
 
@@ -676,4 +677,30 @@ func testThreadsCursorBytes(t *testing.T, h Harness) {
 		_, err = e.s.Search(ctx(t), e.alice.ID, e.ws.ID, parley.SearchQuery{Q: "x", Cursor: cur})
 		Code(t, err, parley.EINVALID)
 	}
+}
+
+// testThreadsReplyCountAcrossFlag: replies posted while collapsed threads
+// were off are replies all the same; once it is on again the thread's
+// reply count agrees with its root's.
+func testThreadsReplyCountAcrossFlag(t *testing.T, h Harness) {
+	e := newThreadEnv(t, h)
+	e.live.Collapsed(false)
+	root := e.post(t, e.alice, e.ch, "root")
+	e.reply(t, e.bob, root, "one")
+	gone := e.reply(t, e.dave, root, "two")
+	e.live.Collapsed(true)
+	e.reply(t, e.bob, root, "three")
+	want := func(n int) {
+		t.Helper()
+		th, ok := e.threads(t, e.alice, false)[root.ID]
+		if !ok {
+			t.Fatal("alice does not follow her thread")
+		}
+		if got := e.get(t, e.alice, root.ID).ReplyCount; th.ReplyCount != n || got != n {
+			t.Fatalf("thread reply count %d, root's %d; want %d", th.ReplyCount, got, n)
+		}
+	}
+	want(3)
+	NoErr(t, e.s.DeleteMessage(ctx(t), e.dave.ID, gone.ID))
+	want(2)
 }
