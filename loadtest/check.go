@@ -1,6 +1,9 @@
 package loadtest
 
-import "sync"
+import (
+	"math/bits"
+	"sync"
+)
 
 // seqCheck follows one channel's durable events as one user received them.
 // The user is owed every seq after start; what is still missing at the end
@@ -9,7 +12,7 @@ type seqCheck struct {
 	start    int64    // the user had the channel up to here (boot's last_seq)
 	max      int64    // highest seq received
 	seen     []uint64 // bit i: seq start+1+i received
-	distinct int64
+	implicit bool     // not declared: start is a guess from the first event seen
 }
 
 // checker holds one user's channels. The handler (one goroutine per Conn)
@@ -45,8 +48,13 @@ func (c *checker) observe(ch string, seq int64) (dup, outOfOrder bool) {
 	}
 	s := c.chans[ch]
 	if s == nil {
-		s = &seqCheck{start: seq - 1, max: seq - 1}
+		s = &seqCheck{start: seq - 1, max: seq - 1, implicit: true}
 		c.chans[ch] = s
+	}
+	if seq <= s.start && s.implicit && seq > 0 {
+		// An earlier event of a channel first seen during the run came
+		// after a later one: the channel is owed from here on.
+		s.rebase(seq - 1)
 	}
 	if seq <= s.start {
 		// Older than what the user had at boot: a replay of history.
@@ -64,13 +72,48 @@ func (c *checker) observe(ch string, seq int64) (dup, outOfOrder bool) {
 		return true, false
 	}
 	s.seen[w] |= bit
-	s.distinct++
 	if seq < s.max {
 		c.ooo++
 		outOfOrder = true
 	}
 	s.max = max(s.max, seq)
 	return false, outOfOrder
+}
+
+// rebase moves start down to start (below the current one), keeping what was seen.
+func (s *seqCheck) rebase(start int64) {
+	old, oldStart := s.seen, s.start
+	shift := oldStart - start
+	s.start = start
+	s.seen = make([]uint64, (int64(len(old)*64)+shift+63)/64)
+	for w, word := range old {
+		for word != 0 {
+			b := int64(bits.TrailingZeros64(word))
+			word &= word - 1
+			i := int64(w)*64 + b + shift
+			s.seen[i/64] |= 1 << (i % 64)
+		}
+	}
+}
+
+// got counts the distinct seqs received in (start, h].
+func (s *seqCheck) got(h int64) int64 {
+	n := h - s.start // bits 0..n-1
+	if n <= 0 {
+		return 0
+	}
+	var got int64
+	for w, word := range s.seen {
+		lo := int64(w) * 64
+		if lo >= n {
+			break
+		}
+		if n-lo < 64 {
+			word &= (1 << (n - lo)) - 1
+		}
+		got += int64(bits.OnesCount64(word))
+	}
+	return got
 }
 
 // reset forgets everything (a user whose connection failed).
@@ -96,7 +139,7 @@ func (c *checker) caughtUp(heads map[string]int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, s := range c.chans {
-		if h, ok := heads[id]; ok && s.start+s.distinct < h {
+		if h, ok := heads[id]; ok && s.got(h) < h-s.start {
 			return false
 		}
 	}
@@ -113,14 +156,7 @@ func (c *checker) tally(heads map[string]int64) (lost, dups, ooo int64) {
 		if !ok {
 			continue
 		}
-		var got int64
-		for seq := s.start + 1; seq <= h; seq++ {
-			i := seq - s.start - 1
-			if w := int(i / 64); w < len(s.seen) && s.seen[w]&(1<<(i%64)) != 0 {
-				got++
-			}
-		}
-		lost += max(h-s.start, 0) - got
+		lost += max(h-s.start, 0) - s.got(h)
 	}
 	return lost, c.dups, c.ooo
 }

@@ -149,3 +149,32 @@ func TestHTMLReportIsSelfContainedSVG(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckerFirstEventsOutOfOrderAndSeqsPastHead(t *testing.T) {
+	var c checker
+	// A channel joined during the run whose first two events came swapped:
+	// the later arrival is out of order, not a duplicate.
+	c.observe("c", 5)
+	if dup, ooo := c.observe("c", 4); dup || !ooo {
+		t.Fatalf("seq 4 after 5 on an undeclared channel: dup %v ooo %v, want false true", dup, ooo)
+	}
+	if dup, _ := c.observe("c", 4); !dup {
+		t.Fatal("seq 4 again is a duplicate")
+	}
+	// A seq past the head does not stand in for a missing one below it.
+	c.declare("a", 10)
+	c.observe("a", 11)
+	c.observe("a", 13)
+	heads := map[string]int64{"a": 12, "c": 5}
+	if c.caughtUp(heads) {
+		t.Fatal("caught up with seq 12 of a missing")
+	}
+	lost, dups, ooo := c.tally(heads)
+	if lost != 1 || dups != 1 || ooo != 1 {
+		t.Fatalf("lost %d dups %d ooo %d, want 1 1 1", lost, dups, ooo)
+	}
+	c.observe("a", 12)
+	if !c.caughtUp(heads) {
+		t.Fatal("not caught up after seq 12 arrived")
+	}
+}
