@@ -268,13 +268,18 @@ export class Gateway {
 		ws.onerror = () => {
 			// onclose follows; nothing to do here.
 		};
+		// A socket that opens (or hangs opening) but never says hello must
+		// not stall the gateway: the watchdog runs from the start.
+		this.armWatchdog(ws);
 	}
 
 	/** Close a socket we are done with, without its handlers firing into our state. */
 	private detach(ws: WebSocketLike, code: number): void {
 		ws.onmessage = null;
 		ws.onclose = null;
-		ws.onerror = null;
+		// A no-op rather than null: closing a socket that is still opening
+		// reports an error, which a Node EventEmitter without a listener throws.
+		ws.onerror = () => {};
 		ws.onopen = null;
 		try {
 			ws.close(code);

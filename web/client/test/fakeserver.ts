@@ -47,6 +47,8 @@ export class FakeParley {
 	heartbeatMs = 30000;
 	/** How resume is answered. */
 	resumeMode: 'ok' | 'invalid' = 'ok';
+	/** The next this many sockets are accepted and then never spoken to (no hello). */
+	mute = 0;
 	/** Refuse identify with this close code (e.g. 4004). */
 	identifyClose: number | undefined;
 	/** Held /sync answers: resolved by releaseSync(). */
@@ -204,6 +206,11 @@ export class FakeParley {
 	private onSocket(ws: WebSocket): void {
 		const conn: FakeConn = { ws, frames: [] };
 		this.conns.push(conn);
+		if (this.mute > 0) {
+			this.mute--;
+			this.changed();
+			return;
+		}
 		ws.send(JSON.stringify({ op: 'hello', heartbeat_ms: this.heartbeatMs, resume_window_s: 120 }));
 		ws.on('message', (data) => {
 			const f = JSON.parse(String(data)) as Record<string, unknown>;

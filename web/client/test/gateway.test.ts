@@ -314,6 +314,16 @@ describe('Gateway', () => {
 		sess.conn!.ws.removeAllListeners('message');
 		await srv.waitFor(() => h.gw.stats.heartbeatTimeouts === 1 && srv.framesOf('resume').length === 1, 'resume after silence');
 	});
+
+	it('gives up on a socket that opens but never says hello', async () => {
+		srv.heartbeatMs = 40;
+		const h = connect({}, { minMs: 5, maxMs: 20 });
+		await ready(h);
+		srv.mute = 1; // the next socket hangs after the upgrade
+		srv.dropSocket(srv.session());
+		await srv.waitFor(() => srv.framesOf('resume').length === 1 && h.gw.status === 'ready', 'resume on a third socket');
+		expect(srv.conns).toHaveLength(3);
+	});
 });
 
 describe('backoff', () => {
