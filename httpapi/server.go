@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -249,6 +250,13 @@ func (s *Server) wrap(rt route) http.Handler {
 				s.writeError(sw, r, err)
 				return
 			}
+		}
+		// Ids in the path are text: bytes no id can hold (invalid UTF-8,
+		// NUL) name nothing, and PostgreSQL's text would refuse them as
+		// an internal error where SQLite found nothing.
+		if p := r.URL.Path; !utf8.ValidString(p) || strings.IndexByte(p, 0) >= 0 {
+			s.writeError(sw, r, parley.Errorf(parley.ENOTFOUND, "not found"))
+			return
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
 		if err := rt.Handle(sw, r, c); err != nil {

@@ -193,3 +193,26 @@ func TestChannelMentionCap(t *testing.T) {
 		})
 	}
 }
+
+// TestThreadPathBytes: a path id holding bytes no id can hold (invalid
+// UTF-8, NUL) is an unknown object, 404, on both databases (PostgreSQL's
+// text refused it with a 500).
+func TestThreadPathBytes(t *testing.T) {
+	for _, d := range dialects {
+		t.Run(string(d), func(t *testing.T) {
+			tm, _, _ := newLiveTeam(t, d)
+			for _, c := range []struct{ method, path string }{
+				{"PUT", "/threads/msg_%FF/follow"},
+				{"DELETE", "/threads/msg_%00/follow"},
+				{"POST", "/threads/%FF/read"},
+				{"GET", "/workspaces/%FF/threads"},
+				{"GET", "/workspaces/%00/search?q=x"},
+				{"GET", "/messages/%FF/replies"},
+			} {
+				if r := tm.e.call(c.method, c.path, tm.bob.Token, nil); r.Status != http.StatusNotFound {
+					t.Errorf("%s %s = %d %s, want 404", c.method, c.path, r.Status, r.Body)
+				}
+			}
+		})
+	}
+}
