@@ -88,7 +88,7 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		}
 		var root *threadRoot
 		if m.ThreadRootID != "" {
-			if root, err = tx.countReply(ctx, a.ch, m.ThreadRootID); err != nil {
+			if root, err = tx.countReply(ctx, actor, a.ch, m.ThreadRootID); err != nil {
 				if parley.ErrorCode(err) != parley.EINTERNAL {
 					return refuse(err)
 				}
@@ -183,7 +183,7 @@ type threadRoot struct {
 
 // countReply checks that rootID is a live top-level message of ch and counts
 // one more reply on it, in one statement that also locks the root.
-func (tx *Tx) countReply(ctx context.Context, ch *parley.Channel, rootID string) (*threadRoot, error) {
+func (tx *Tx) countReply(ctx context.Context, actor string, ch *parley.Channel, rootID string) (*threadRoot, error) {
 	root := &threadRoot{ID: rootID}
 	err := tx.QueryRowContext(ctx,
 		`UPDATE messages SET reply_count = reply_count + 1, last_reply_at = $1
@@ -196,11 +196,13 @@ func (tx *Tx) countReply(ctx context.Context, ch *parley.Channel, rootID string)
 	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("count reply: %w", err)
 	}
-	return nil, explainRoot(ctx, tx, ch, rootID)
+	return nil, explainRoot(ctx, tx, actor, ch, rootID)
 }
 
-// explainRoot says why rootID cannot take a reply in ch.
-func explainRoot(ctx context.Context, tx *Tx, ch *parley.Channel, rootID string) error {
+// explainRoot says why rootID cannot take a reply in ch from actor. A
+// root in a channel actor cannot see is not found, like any object they
+// cannot see.
+func explainRoot(ctx context.Context, tx *Tx, actor string, ch *parley.Channel, rootID string) error {
 	// Say why the root was refused.
 	var chID string
 	var parent sql.NullString
@@ -214,6 +216,12 @@ func explainRoot(ctx context.Context, tx *Tx, ch *parley.Channel, rootID string)
 	case err != nil:
 		return fmt.Errorf("check thread root: %w", err)
 	case chID != ch.ID:
+		if _, err := loadChannel(ctx, tx, actor, chID); err != nil {
+			if parley.ErrorCode(err) == parley.ENOTFOUND {
+				return parley.Errorf(parley.ENOTFOUND, "thread root not found")
+			}
+			return err
+		}
 		return parley.Errorf(parley.EINVALID, "thread root is in another channel")
 	case parent.Valid:
 		return parley.Errorf(parley.EINVALID, "thread root is itself a reply")

@@ -461,6 +461,10 @@ func testThreads(t *testing.T, open Opener) {
 	Code(t, replyTo("Mnope"), parley.ENOTFOUND)
 	other := e.channel(t, "other", parley.KindPublic, e.alice)
 	Code(t, replyTo(MustPost(t, e.s, e.alice, other, "elsewhere").ID), parley.EINVALID)
+	// A root alice cannot see (a private channel she is not in) is not
+	// found: the answer must not tell her that the message exists.
+	secret := e.channel(t, "secret-roots", parley.KindPrivate, e.bob)
+	Code(t, replyTo(MustPost(t, e.s, e.bob, secret, "hidden").ID), parley.ENOTFOUND)
 
 	_, err = e.s.ListReplies(ctx(t), e.outsider.ID, root.ID, 0, 0)
 	Code(t, err, parley.ENOTFOUND)
