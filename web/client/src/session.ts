@@ -389,11 +389,15 @@ export class Session {
 			this.set({ status: 'idle' });
 			throw e;
 		}
-		await first;
+		const shown = await first;
 		if (this.stopped) return;
 		this.applyBoot(boot, false);
 		const channels: Record<string, number> = {};
 		for (const c of [...boot.channels, ...boot.dms]) channels[c.id] = c.last_seq;
+		// The first channel's messages came from the one-channel boot: when the
+		// full boot is further on, the gateway catches that channel up from
+		// where those messages end (unread counts already include the rest).
+		if (shown && channels[shown.id] !== undefined && shown.seq < channels[shown.id]) channels[shown.id] = shown.seq;
 		this.wsUrl = boot.ws_url;
 		const gw = new Gateway({
 			api: this.api,
@@ -475,8 +479,9 @@ export class Session {
 		};
 	}
 
-	private applyFirstChannelBoot(b: Boot): void {
-		if (this.stopped || this.s.self) return; // the full boot won the race
+	/** Show the one-channel-first boot; returns the channel and its last seq when its messages were shown. */
+	private applyFirstChannelBoot(b: Boot): { id: string; seq: number } | undefined {
+		if (this.stopped || this.s.self) return undefined; // the full boot won the race
 		const byId = { ...this.s.channelsById };
 		const c = b.channels[0] ?? b.channel;
 		if (c) byId[c.id] = this.toView(c, true);
@@ -491,6 +496,7 @@ export class Session {
 			};
 		}
 		this.set(patch);
+		return c && b.messages ? { id: c.id, seq: c.last_seq } : undefined;
 	}
 
 	private applyBoot(b: Boot, since: boolean): void {

@@ -47,6 +47,8 @@ export class FakeParley {
 	heartbeatMs = 30000;
 	/** How resume is answered. */
 	resumeMode: 'ok' | 'invalid' = 'ok';
+	/** Answers POST /boot (404 when unset). */
+	bootAnswer: ((q: Record<string, unknown>) => unknown) | undefined;
 	/** The next this many sockets are accepted and then never spoken to (no hello). */
 	mute = 0;
 	/** Refuse identify with this close code (e.g. 4004). */
@@ -323,6 +325,9 @@ export class FakeParley {
 			const page = u.searchParams.has('after_seq') ? sel.slice(0, limit) : sel.slice(-limit);
 			if (this.holdMessages) await new Promise<void>((r) => this.messagesWaiters.push(r));
 			return json(200, { messages: page });
+		}
+		if (req.method === 'POST' && u.pathname === '/api/v1/boot' && this.bootAnswer) {
+			return json(200, this.bootAnswer(body as Record<string, unknown>));
 		}
 		if (req.method === 'POST' && u.pathname === '/api/v1/users/batch') {
 			const ids = (body as { ids: string[] }).ids;

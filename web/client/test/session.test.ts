@@ -156,3 +156,32 @@ describe('Session.loadLatest', () => {
 		}
 	});
 });
+
+describe('Session.start', () => {
+	it('keeps messages posted between the one-channel-first boot and the full boot', async () => {
+		const { FakeParley, fakeUser } = await import('./fakeserver');
+		const { WebSocket } = await import('ws');
+		const srv = new FakeParley();
+		await srv.start();
+		try {
+			const one = srv.appendMessage('C1', 'one');
+			const two = srv.appendMessage('C1', 'two');
+			const chan = (last: number) => ({ id: 'C1', name: 'general', kind: 'public', topic: '', member_count: 2, last_seq: last, last_read_seq: last, unread_count: 0, mention_count: 0, updated_at: '' });
+			const base = { self: fakeUser('U1', 'me'), workspace: { id: 'W1', name: 'W', slug: 'w' }, dms: [], ws_url: srv.url.replace(/^http/, 'ws') + '/api/v1/gateway', prefs: null };
+			// The one-channel boot was answered before "two" was posted; the full boot after.
+			srv.bootAnswer = (q) => (q.channel_id ? { ...base, channels: [chan(1)], messages: [one.d.message] } : { ...base, channels: [chan(2)] });
+			const s = new Session({ baseUrl: srv.url, token: 'T', WebSocket: WebSocket as never });
+			await s.start('W1', { channelId: 'C1' });
+			const t0 = Date.now();
+			while (s.state.status !== 'ready' && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 10));
+			expect(s.state.status).toBe('ready');
+			await s.gateway!.idle();
+			expect(s.state.messages.C1.messages.map((m) => m.text)).toEqual(['one', 'two']);
+			expect(s.state.channelsById.C1.unread_count).toBe(0);
+			expect(two.seq).toBe(2);
+			s.stop();
+		} finally {
+			await srv.stop();
+		}
+	});
+});
