@@ -125,8 +125,14 @@ func (s *Store) boot(ctx context.Context, rq querier, actor string, q parley.Boo
 		return cmp.Or(y.UpdatedAt.Compare(x.UpdatedAt), cmp.Compare(x.ID, y.ID))
 	})
 	b.Version = base64.RawURLEncoding.EncodeToString(version)
-	if b.Threads, err = threadsSummary(ctx, rq, actor, ws.ID); err != nil {
-		return nil, err
+	// With collapsed threads off replies count in their channels and
+	// thread reads are refused: unread threads left from before could not
+	// be cleared, so none are reported (the memberships stay for later).
+	b.Threads = &parley.ThreadsSummary{}
+	if s.live().CollapsedThreads {
+		if b.Threads, err = threadsSummary(ctx, rq, actor, ws.ID); err != nil {
+			return nil, err
+		}
 	}
 	if since != nil {
 		slices.Sort(all)

@@ -90,6 +90,7 @@ func init() {
 	registerHarness("Threads/DeletedRootLeavesSummary", testThreadsDeletedRoot)
 	registerHarness("Threads/CursorBytes", testThreadsCursorBytes)
 	registerHarness("Threads/ReplyCountAcrossFlag", testThreadsReplyCountAcrossFlag)
+	registerHarness("Threads/FlagOffBootSummary", testThreadsFlagOffBootSummary)
 	register("Reads/ChannelReadReachesOtherDevices", testChannelReadEvent)
 }
 
@@ -703,4 +704,35 @@ func testThreadsReplyCountAcrossFlag(t *testing.T, h Harness) {
 	want(3)
 	NoErr(t, e.s.DeleteMessage(ctx(t), e.dave.ID, gone.ID))
 	want(2)
+}
+
+// testThreadsFlagOffBootSummary: with collapsed threads off replies count
+// in the channel and thread reads are refused (409), so boot must not
+// report unread threads left from before: nothing could clear them. The
+// memberships are kept, and count again once it is back on.
+func testThreadsFlagOffBootSummary(t *testing.T, h Harness) {
+	e := newThreadEnv(t, h)
+	root := e.post(t, e.alice, e.ch, "root")
+	e.reply(t, e.bob, root, "reply")
+	summary := func() parley.ThreadsSummary {
+		t.Helper()
+		b := mustBoot(t, e.s, e.alice, parley.BootQuery{WorkspaceID: e.ws.ID})
+		if b.Threads == nil {
+			t.Fatal("boot without a threads summary")
+		}
+		return *b.Threads
+	}
+	if got := summary(); got.UnreadThreads != 1 {
+		t.Fatalf("threads summary = %+v, want 1 unread thread", got)
+	}
+	e.live.Collapsed(false)
+	_, err := e.s.MarkThreadRead(ctx(t), e.alice.ID, root.ID)
+	Code(t, err, parley.ECONFLICT)
+	if got := summary(); got.UnreadThreads != 0 || got.UnreadMentions != 0 {
+		t.Fatalf("threads summary with collapsed threads off = %+v, want none", got)
+	}
+	e.live.Collapsed(true)
+	if got := summary(); got.UnreadThreads != 1 {
+		t.Fatalf("threads summary back on = %+v, want 1 unread thread", got)
+	}
 }
