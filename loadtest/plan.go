@@ -11,9 +11,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"parley"
 	"parley/client"
@@ -176,40 +176,30 @@ func setupAPI(ctx context.Context, cfg *Config, hcs []*http.Client) (*Plan, erro
 		return nil, fmt.Errorf("setup: invite: %w", err)
 	}
 	p.Users = make([]PlanUser, cfg.Users)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errc := make(chan error, 1)
-	for range min(4, cfg.Users) { // argon2 costs the server a core per signup
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= cfg.Users || ctx.Err() != nil {
-					return
-				}
-				c := client.New(cfg.URL, client.WithHTTPClient(hcs[i%len(hcs)]), client.WithLogger(cfg.Log))
-				a, err := signup(ctx, c, "lt"+run+"-"+strconv.Itoa(i+1), pw)
-				if err == nil {
-					_, err = c.AcceptInvite(ctx, inv.Code)
-				}
-				if err == nil && len(p.Channels) > 1 {
-					_, err = c.JoinChannel(ctx, p.Channels[1+i%(len(p.Channels)-1)])
-				}
-				if err != nil {
-					select {
-					case errc <- fmt.Errorf("setup: user %d: %w", i+1, err):
-					default:
-					}
-					return
-				}
-				p.Users[i] = PlanUser{ID: a.User.ID, Token: a.Token}
+	var g errgroup.Group
+	g.SetLimit(4) // argon2 costs the server a core per signup
+	for i := range cfg.Users {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			c := client.New(cfg.URL, client.WithHTTPClient(hcs[i%len(hcs)]), client.WithLogger(cfg.Log))
+			a, err := signup(ctx, c, "lt"+run+"-"+strconv.Itoa(i+1), pw)
+			if err == nil {
+				_, err = c.AcceptInvite(ctx, inv.Code)
 			}
+			if err == nil && len(p.Channels) > 1 {
+				_, err = c.JoinChannel(ctx, p.Channels[1+i%(len(p.Channels)-1)])
+			}
+			if err != nil {
+				return fmt.Errorf("setup: user %d: %w", i+1, err)
+			}
+			p.Users[i] = PlanUser{ID: a.User.ID, Token: a.Token}
+			return nil
 		})
 	}
-	wg.Wait()
-	select {
-	case err := <-errc:
+	if err := g.Wait(); err != nil {
 		return nil, err
-	default:
 	}
 	return p, ctx.Err()
 }

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"parley"
 	"parley/bench/internal/benchkit"
 	pclient "parley/client"
@@ -501,58 +503,45 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // connectAll identifies every seeded user once, ConnectWorkers at a time.
 func connectAll(ctx context.Context, cfg Config, seed *benchkit.SeedFile, url string, hc *http.Client, raw *benchkit.RawEngine, rec *recorder, out []*session) error {
 	wsURL := "ws://" + strings.TrimPrefix(url, "http://") + "/api/v1/gateway"
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errc := make(chan error, cfg.ConnectWorkers)
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for range cfg.ConnectWorkers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(out) || cctx.Err() != nil {
-					return
-				}
-				u := seed.Users[i]
-				s := &session{}
-				if raw != nil {
-					actx, acancel := context.WithTimeout(cctx, 2*time.Minute)
-					rc, err := raw.DialParley(actx, wsURL, u.Token, seed.WorkspaceID, rec.rawHandler(s))
-					acancel()
-					if err != nil {
-						errc <- fmt.Errorf("connect session %d: %w", i, err)
-						cancel()
-						return
-					}
-					s.raw = rc
-					out[i] = s
-					continue
-				}
-				c := pclient.New(url, pclient.WithToken(u.Token), pclient.WithHTTPClient(hc), pclient.WithLogger(cfg.Log))
-				actx, acancel := context.WithTimeout(cctx, 2*time.Minute)
-				conn, err := c.Connect(actx, seed.WorkspaceID, pclient.ConnectOptions{
-					Handler:      rec.handler(s),
-					DeclaredOnly: true, // no gap filling: the benchmark counts what the gateway sends
-					MinBackoff:   50 * time.Millisecond,
-					MaxBackoff:   2 * time.Second,
-				})
-				acancel()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(cfg.ConnectWorkers, 1))
+	for i := range out {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			u := seed.Users[i]
+			s := &session{}
+			actx, acancel := context.WithTimeout(gctx, 2*time.Minute)
+			defer acancel()
+			if raw != nil {
+				rc, err := raw.DialParley(actx, wsURL, u.Token, seed.WorkspaceID, rec.rawHandler(s))
 				if err != nil {
-					errc <- fmt.Errorf("connect session %d: %w", i, err)
-					cancel()
-					return
+					return fmt.Errorf("connect session %d: %w", i, err)
 				}
-				s.conn = conn
+				s.raw = rc
 				out[i] = s
-				if n := i + 1; n%1000 == 0 {
-					cfg.Log.Info("connecting", "done", n)
-				}
+				return nil
 			}
+			c := pclient.New(url, pclient.WithToken(u.Token), pclient.WithHTTPClient(hc), pclient.WithLogger(cfg.Log))
+			conn, err := c.Connect(actx, seed.WorkspaceID, pclient.ConnectOptions{
+				Handler:      rec.handler(s),
+				DeclaredOnly: true, // no gap filling: the benchmark counts what the gateway sends
+				MinBackoff:   50 * time.Millisecond,
+				MaxBackoff:   2 * time.Second,
+			})
+			if err != nil {
+				return fmt.Errorf("connect session %d: %w", i, err)
+			}
+			s.conn = conn
+			out[i] = s
+			if n := i + 1; n%1000 == 0 {
+				cfg.Log.Info("connecting", "done", n)
+			}
+			return nil
 		})
 	}
-	wg.Wait()
-	close(errc)
-	return <-errc
+	return g.Wait()
 }
 
 // closeAll closes the sessions and waits (a while) for their goroutines.

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"parley"
 	"parley/bench/internal/benchkit"
 	pclient "parley/client"
@@ -346,34 +348,25 @@ func median(v []float64) float64 {
 
 // connectAll opens every subscriber, ConnectWorkers at a time.
 func connectAll(ctx context.Context, cfg Config, t target, rec *recorder, out []subscriber, got []*counts) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errc := make(chan error, max(cfg.ConnectWorkers, 1))
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for range max(cfg.ConnectWorkers, 1) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(out) || cctx.Err() != nil {
-					return
-				}
-				c := got[i]
-				actx, acancel := context.WithTimeout(cctx, 2*time.Minute)
-				s, err := t.connect(actx, i, func(frame []byte) { rec.receive(c, frame) })
-				acancel()
-				if err != nil {
-					errc <- fmt.Errorf("connect subscriber %d: %w", i, err)
-					cancel()
-					return
-				}
-				out[i] = s
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(cfg.ConnectWorkers, 1))
+	for i := range out {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			c := got[i]
+			actx, acancel := context.WithTimeout(gctx, 2*time.Minute)
+			s, err := t.connect(actx, i, func(frame []byte) { rec.receive(c, frame) })
+			acancel()
+			if err != nil {
+				return fmt.Errorf("connect subscriber %d: %w", i, err)
 			}
+			out[i] = s
+			return nil
 		})
 	}
-	wg.Wait()
-	close(errc)
-	return <-errc
+	return g.Wait()
 }
 
 // closeAll closes the subscribers and waits (a while) for their sockets.

@@ -9,12 +9,12 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
 
 	"parley"
 	"parley/auth"
@@ -286,35 +286,33 @@ func seed(ctx context.Context, store parley.Store, o seedOptions, log *slog.Logg
 // membership (which joins #general) and their session.
 func seedUsers(ctx context.Context, store parley.Store, o seedOptions, prefix, hash, invite string, log *slog.Logger) ([]seedUser, error) {
 	users := make([]seedUser, o.Users)
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var next, done atomic.Int64
-	var wg sync.WaitGroup
-	for range min(o.Workers, o.Users) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= o.Users || ctx.Err() != nil {
-					return
-				}
-				handle := prefix + strconv.Itoa(i+1)
-				u, err := seedAccount(ctx, store, handle, "Load user "+strconv.Itoa(i+1), hash, o.TokenTTL)
-				if err == nil {
-					_, err = store.AcceptInvite(ctx, u.ID, invite)
-				}
-				if err != nil {
-					cancel(fmt.Errorf("seed user %s: %w", handle, err))
-					return
-				}
-				users[i] = *u
-				if n := done.Add(1); n%1000 == 0 {
-					log.Info("seeding users", "done", n, "of", o.Users)
-				}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(o.Workers, 1))
+	var done atomic.Int64
+	for i := range o.Users {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			handle := prefix + strconv.Itoa(i+1)
+			u, err := seedAccount(gctx, store, handle, "Load user "+strconv.Itoa(i+1), hash, o.TokenTTL)
+			if err == nil {
+				_, err = store.AcceptInvite(gctx, u.ID, invite)
 			}
+			if err != nil {
+				return fmt.Errorf("seed user %s: %w", handle, err)
+			}
+			users[i] = *u
+			if n := done.Add(1); n%1000 == 0 {
+				log.Info("seeding users", "done", n, "of", o.Users)
+			}
+			return nil
 		})
 	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return users, nil
