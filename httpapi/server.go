@@ -57,14 +57,11 @@ type Config struct {
 	// (the node the affinity ring picks). Nil: the request's own host with
 	// /api/v1/gateway.
 	WSURL func(workspaceID string) string
-	// Users looks up the users a one-channel-first boot references. Nil:
-	// Cache, when it implements UserLookup (the query cache does), else the
-	// store.
-	Users UserLookup
-	// Cache serves the directory, /users/batch, the switcher, mention
-	// suggestions and channel headers from memory (querycache). Nil: the
-	// store serves them (see querycache.go in this package).
-	Cache Cache
+	// Directory answers the directory, /users/batch, the switcher, mention
+	// suggestions, channel headers and the users a one-channel-first boot
+	// references: the query cache (querycache.Cache) on a node, or the
+	// store's (sqlstore.Directory). Required.
+	Directory parley.DirectoryQueries
 }
 
 // Rate is a token bucket: PerMinute tokens a minute, at most Burst at once.
@@ -111,19 +108,21 @@ type Server struct {
 	signupIP     *keyedLimiter
 
 	wsURL  func(workspaceID string) string // nil: the request's host
-	cache  Cache                           // nil: the store
-	users  UserLookup
+	dir    parley.DirectoryQueries
 	limits parley.BootLimits
 
 	metrics *metrics // nil without a Registerer
 	handler http.Handler
 }
 
-// New returns a Server for cfg. It panics when cfg.Store is nil, which is a
-// wiring mistake.
+// New returns a Server for cfg. It panics when cfg.Store or cfg.Directory
+// is nil, which is a wiring mistake.
 func New(cfg Config) *Server {
 	if cfg.Store == nil {
 		panic("httpapi: Config.Store is required")
+	}
+	if cfg.Directory == nil {
+		panic("httpapi: Config.Directory is required")
 	}
 	s := &Server{
 		store:             cfg.Store,
@@ -144,14 +143,7 @@ func New(cfg Config) *Server {
 	s.loginAccount = newKeyedLimiter(cfg.LoginPerAccount.orDefault(defaultLoginPerAccount), maxLimiterKeys)
 	s.loginIP = newKeyedLimiter(cfg.LoginPerIP.orDefault(defaultLoginPerIP), maxLimiterKeys)
 	s.signupIP = newKeyedLimiter(cfg.SignupPerIP.orDefault(defaultSignupPerIP), maxLimiterKeys)
-	s.wsURL, s.users, s.limits = cfg.WSURL, cfg.Users, bootLimits(cfg)
-	s.cache = cfg.Cache
-	if s.users == nil {
-		s.users = storeUsers{cfg.Store}
-		if ul, ok := cfg.Cache.(UserLookup); ok { // the query cache has Users too
-			s.users = ul
-		}
-	}
+	s.wsURL, s.dir, s.limits = cfg.WSURL, cfg.Directory, bootLimits(cfg)
 	if cfg.Registerer != nil {
 		s.metrics = newMetrics(cfg.Registerer)
 	}
