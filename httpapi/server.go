@@ -1,13 +1,15 @@
 // Package httpapi is Parley's HTTP JSON API under /api/v1: it authenticates
 // bearer tokens, applies per-IP and per-account rate limits, decodes requests,
-// calls the parley.Store, and maps the store's error codes to statuses in one
-// table. The route table in routes.go is the single list of endpoints: the
+// calls the parley.Store and the directory queries (parley.DirectoryQueries,
+// whichever implementation it is given), and maps their error codes to
+// statuses in one table. The route table in routes.go is the single list of endpoints: the
 // mux, the metrics labels, the OpenAPI test and the authorization test all
 // read it.
 //
 // It must not authorise anything itself beyond "who is calling": membership,
-// roles and visibility are decided by the store inside its transactions. It
-// must not know about the bus, the gateway or any database.
+// roles and visibility are decided by the store inside its transactions (and
+// by the directory queries, with the same rules). It must not know about the
+// bus, the gateway, any database or which directory implementation it has.
 package httpapi
 
 import (
