@@ -45,7 +45,7 @@ func newNode(t *testing.T, mutate func(*gateway.Config)) *env {
 		t.Fatal(err)
 	}
 	unlimited := httpapi.Rate{PerMinute: -1}
-	api := httpapi.New(httpapi.Config{Store: st, Logger: quietLogger(),
+	api := httpapi.New(httpapi.Config{Store: st, Directory: st.Directory(), Logger: quietLogger(),
 		SignupPerIP: unlimited, LoginPerIP: unlimited, LoginPerAccount: unlimited})
 	e := &env{t: t, store: st}
 	mux := http.NewServeMux()

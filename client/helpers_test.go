@@ -46,7 +46,7 @@ func newEnv(tb testing.TB, fake bool) *env {
 	}
 	tb.Cleanup(func() { st.Close() })
 	unlimited := httpapi.Rate{PerMinute: -1}
-	api := httpapi.New(httpapi.Config{Store: st, Logger: quietLogger(),
+	api := httpapi.New(httpapi.Config{Store: st, Directory: st.Directory(), Logger: quietLogger(),
 		SignupPerIP: unlimited, LoginPerIP: unlimited, LoginPerAccount: unlimited})
 	e := &env{t: tb, store: st}
 	mux := http.NewServeMux()

@@ -1,25 +1,11 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
 	"parley"
 )
-
-// UserLookup finds users of a workspace by id, leaving out the ids it does
-// not know. The query cache implements it; so does the store (storeUsers).
-type UserLookup interface {
-	Users(ctx context.Context, workspaceID string, ids []string) ([]parley.User, error)
-}
-
-// storeUsers is the store as a UserLookup, when there is no query cache.
-type storeUsers struct{ store parley.Store }
-
-func (u storeUsers) Users(ctx context.Context, workspaceID string, ids []string) ([]parley.User, error) {
-	return u.store.WorkspaceUsers(ctx, workspaceID, ids)
-}
 
 // boot answers POST /boot: the store's part, then the users a
 // one-channel-first boot references, the gateway URL and the limits.
@@ -35,7 +21,7 @@ func (s *Server) boot(w http.ResponseWriter, r *http.Request, c *caller) error {
 	if b.Channel != nil {
 		b.Users = []parley.User{}
 		if len(b.UserIDs) > 0 {
-			users, err := s.users.Users(r.Context(), b.Workspace.ID, b.UserIDs)
+			users, err := s.dir.Users(r.Context(), b.Workspace.ID, b.UserIDs)
 			if err != nil {
 				return err
 			}

@@ -110,12 +110,11 @@ func TestBootOneChannelUsers(t *testing.T) {
 	var e *env
 	e = newEnv(t, func(c *Config) {
 		c.WSURL = func(ws string) string { return "wss://node-7.example/api/v1/gateway?ws=" + ws }
-		c.Users = lookupFunc(func(ctx context.Context, ws string, ids []string) ([]parley.User, error) {
+		c.Directory = usersSpy{c.Directory, func(ids []string) {
 			mu.Lock()
 			asked = append(asked, ids)
 			mu.Unlock()
-			return e.store.WorkspaceUsers(ctx, ws, ids)
-		})
+		}}
 	})
 	tm := newBootTeam(t, e)
 	mustPost(t, e.store, tm.alice, tm.ch, "hi @"+tm.carol.Handle+" and @"+tm.bob.Handle+" and @ghost-user")
@@ -149,10 +148,16 @@ func TestBootOneChannelUsers(t *testing.T) {
 	}
 }
 
-type lookupFunc func(ctx context.Context, ws string, ids []string) ([]parley.User, error)
+// usersSpy records the ids of each Users lookup, then asks the real
+// directory.
+type usersSpy struct {
+	parley.DirectoryQueries
+	asked func(ids []string)
+}
 
-func (f lookupFunc) Users(ctx context.Context, ws string, ids []string) ([]parley.User, error) {
-	return f(ctx, ws, ids)
+func (s usersSpy) Users(ctx context.Context, ws string, ids []string) ([]parley.User, error) {
+	s.asked(ids)
+	return s.DirectoryQueries.Users(ctx, ws, ids)
 }
 
 func TestBootErrors(t *testing.T) {

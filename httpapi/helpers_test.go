@@ -89,7 +89,7 @@ func newEnvOn(tb testing.TB, d sqlstore.Dialect, adjust ...func(*Config)) *env {
 
 func newEnvWithStore(tb testing.TB, st parley.Store, clk *clock, adjust ...func(*Config)) *env {
 	tb.Helper()
-	cfg := Config{Store: st, Logger: quietLogger(), Now: clk.Now}
+	cfg := Config{Store: st, Logger: quietLogger(), Now: clk.Now, Directory: storeDirectory(tb, st)}
 	for _, f := range adjust {
 		f(&cfg)
 	}
@@ -97,6 +97,25 @@ func newEnvWithStore(tb testing.TB, st parley.Store, clk *clock, adjust ...func(
 	srv := httptest.NewServer(api.Handler())
 	tb.Cleanup(srv.Close)
 	return &env{t: tb, store: st, api: api, srv: srv, clock: clk}
+}
+
+// storeDirectory is the store-backed directory queries of the SQL store
+// behind st (the tests' store wrappers unwrapped).
+func storeDirectory(tb testing.TB, st parley.Store) parley.DirectoryQueries {
+	tb.Helper()
+	for {
+		switch s := st.(type) {
+		case *sqlstore.Store:
+			return s.Directory()
+		case failingStore:
+			st = s.Store
+		case panickingStore:
+			st = s.Store
+		default:
+			tb.Fatalf("no SQL store behind %T", st)
+			return nil
+		}
+	}
 }
 
 // response is a finished HTTP exchange.

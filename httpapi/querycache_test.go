@@ -41,7 +41,7 @@ func newCachedEnv(tb testing.TB, d sqlstore.Dialect, adjust ...func(*Config)) *e
 	tb.Cleanup(func() { st.Close() })
 	cache := querycache.New(querycache.Config{Store: st, Bus: bus, Logger: quietLogger()})
 	tb.Cleanup(cache.Close)
-	return newEnvWithStore(tb, st, clk, append([]func(*Config){func(c *Config) { c.Cache = cache }}, adjust...)...)
+	return newEnvWithStore(tb, st, clk, append([]func(*Config){func(c *Config) { c.Directory = cache }}, adjust...)...)
 }
 
 // TestAuthzMatrixCached runs the whole authorization matrix with the query
@@ -78,8 +78,8 @@ func TestDirectoryCached(t *testing.T) {
 }
 
 // TestQueryCacheEndpoints: the switcher, mention suggestions and header
-// answer in their documented shapes, with the cache and without it (the
-// store fallback).
+// answer in their documented shapes, from the cache and from the store
+// (sqlstore.Directory).
 func TestQueryCacheEndpoints(t *testing.T) {
 	for _, cached := range []bool{true, false} {
 		name := "store"

@@ -1,13 +1,15 @@
 // Package httpapi is Parley's HTTP JSON API under /api/v1: it authenticates
 // bearer tokens, applies per-IP and per-account rate limits, decodes requests,
-// calls the parley.Store, and maps the store's error codes to statuses in one
-// table. The route table in routes.go is the single list of endpoints: the
+// calls the parley.Store and the directory queries (parley.DirectoryQueries,
+// whichever implementation it is given), and maps their error codes to
+// statuses in one table. The route table in routes.go is the single list of endpoints: the
 // mux, the metrics labels, the OpenAPI test and the authorization test all
 // read it.
 //
 // It must not authorise anything itself beyond "who is calling": membership,
-// roles and visibility are decided by the store inside its transactions. It
-// must not know about the bus, the gateway or any database.
+// roles and visibility are decided by the store inside its transactions (and
+// by the directory queries, with the same rules). It must not know about the
+// bus, the gateway, any database or which directory implementation it has.
 package httpapi
 
 import (
@@ -57,14 +59,11 @@ type Config struct {
 	// (the node the affinity ring picks). Nil: the request's own host with
 	// /api/v1/gateway.
 	WSURL func(workspaceID string) string
-	// Users looks up the users a one-channel-first boot references. Nil:
-	// Cache, when it implements UserLookup (the query cache does), else the
-	// store.
-	Users UserLookup
-	// Cache serves the directory, /users/batch, the switcher, mention
-	// suggestions and channel headers from memory (querycache). Nil: the
-	// store serves them (see querycache.go in this package).
-	Cache Cache
+	// Directory answers the directory, /users/batch, the switcher, mention
+	// suggestions, channel headers and the users a one-channel-first boot
+	// references: the query cache (querycache.Cache) on a node, or the
+	// store's (sqlstore.Directory). Required.
+	Directory parley.DirectoryQueries
 }
 
 // Rate is a token bucket: PerMinute tokens a minute, at most Burst at once.
@@ -111,19 +110,21 @@ type Server struct {
 	signupIP     *keyedLimiter
 
 	wsURL  func(workspaceID string) string // nil: the request's host
-	cache  Cache                           // nil: the store
-	users  UserLookup
+	dir    parley.DirectoryQueries
 	limits parley.BootLimits
 
 	metrics *metrics // nil without a Registerer
 	handler http.Handler
 }
 
-// New returns a Server for cfg. It panics when cfg.Store is nil, which is a
-// wiring mistake.
+// New returns a Server for cfg. It panics when cfg.Store or cfg.Directory
+// is nil, which is a wiring mistake.
 func New(cfg Config) *Server {
 	if cfg.Store == nil {
 		panic("httpapi: Config.Store is required")
+	}
+	if cfg.Directory == nil {
+		panic("httpapi: Config.Directory is required")
 	}
 	s := &Server{
 		store:             cfg.Store,
@@ -144,14 +145,7 @@ func New(cfg Config) *Server {
 	s.loginAccount = newKeyedLimiter(cfg.LoginPerAccount.orDefault(defaultLoginPerAccount), maxLimiterKeys)
 	s.loginIP = newKeyedLimiter(cfg.LoginPerIP.orDefault(defaultLoginPerIP), maxLimiterKeys)
 	s.signupIP = newKeyedLimiter(cfg.SignupPerIP.orDefault(defaultSignupPerIP), maxLimiterKeys)
-	s.wsURL, s.users, s.limits = cfg.WSURL, cfg.Users, bootLimits(cfg)
-	s.cache = cfg.Cache
-	if s.users == nil {
-		s.users = storeUsers{cfg.Store}
-		if ul, ok := cfg.Cache.(UserLookup); ok { // the query cache has Users too
-			s.users = ul
-		}
-	}
+	s.wsURL, s.dir, s.limits = cfg.WSURL, cfg.Directory, bootLimits(cfg)
 	if cfg.Registerer != nil {
 		s.metrics = newMetrics(cfg.Registerer)
 	}

@@ -230,7 +230,7 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("duration series = %d, want 3", n)
 	}
 	// A second server on the same registry shares the collectors.
-	New(Config{Store: e.store, Registerer: reg})
+	New(Config{Store: e.store, Directory: storeDirectory(t, e.store), Registerer: reg})
 }
 
 func TestKeyedLimiterEvictsIdleKeys(t *testing.T) {

@@ -187,7 +187,7 @@ func (s *Server) usersBatch(w http.ResponseWriter, r *http.Request, c *caller) e
 	if len(in.IDs) > parley.MaxBatchUsers {
 		return parley.Errorf(parley.EINVALID, "at most %d ids per batch", parley.MaxBatchUsers)
 	}
-	users, err := s.usersByID(r.Context(), c.UserID, in.IDs)
+	users, err := s.dir.UsersBatch(r.Context(), c.UserID, in.IDs)
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func (s *Server) listWorkspaceUsers(w http.ResponseWriter, r *http.Request, c *c
 		return err
 	}
 	q := r.URL.Query()
-	page, err := s.directory(r.Context(), c.UserID, r.PathValue("ws"), parley.UserQuery{
+	page, err := s.dir.Directory(r.Context(), c.UserID, r.PathValue("ws"), parley.UserQuery{
 		Q: q.Get("q"), Cursor: q.Get("cursor"), Limit: limit,
 	})
 	if err != nil {

@@ -41,7 +41,7 @@ func newNode(t *testing.T) (string, parley.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(httpapi.Config{Store: st, Logger: quiet})
+	api := httpapi.New(httpapi.Config{Store: st, Directory: st.Directory(), Logger: quiet})
 	mux := http.NewServeMux()
 	mux.Handle("/", api.Handler())
 	mux.Handle("/api/v1/gateway", gw)

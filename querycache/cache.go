@@ -24,6 +24,11 @@ type Store interface {
 	UsersBatch(ctx context.Context, actor string, ids []string) ([]parley.User, error)
 }
 
+// The cache is one of the two implementations of the directory queries
+// (the store's is the other), and the gateway's just-in-time users
+// directory.
+var _ parley.DirectoryQueries = (*Cache)(nil)
+
 // Bus is what the cache needs of the event bus (natsbus.Bus has it): one
 // Mux for every workspace's directory topic, and Flush, which returns once
 // the server has seen a new subscription.

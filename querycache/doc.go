@@ -17,6 +17,9 @@
 // private channels and DMs only to their members; guests only their own
 // channels) from its own copy of the memberships.
 //
-// It must not write to the store, and knows nothing of HTTP or WebSockets:
-// httpapi and the gateway call it through interfaces of their own.
+// It is one of the two implementations of parley.DirectoryQueries (the
+// store's, sqlstore.Directory, is the other; contract_test.go holds their
+// answers to the same cases). It must not write to the store, and knows
+// nothing of HTTP or WebSockets: httpapi calls it as a
+// parley.DirectoryQueries, the gateway through its UserDirectory.
 package querycache

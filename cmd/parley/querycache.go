@@ -1,6 +1,19 @@
 package main
 
-import "parley/querycache"
+import (
+	"parley"
+	"parley/gateway"
+	"parley/querycache"
+)
+
+// Every node runs the query cache: it is the directory queries of the HTTP
+// API (httpapi.Config.Directory) and the gateway's just-in-time users
+// directory. sqlstore.Directory is the other implementation, for tests and
+// tools.
+var (
+	_ parley.DirectoryQueries = (*querycache.Cache)(nil)
+	_ gateway.UserDirectory   = (parley.DirectoryQueries)(nil)
+)
 
 // startQueryCache starts this node's query cache (the Flannel role: the
 // directory, /users/batch, the switcher, mention suggestions and channel

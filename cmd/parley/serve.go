@@ -196,7 +196,7 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 		}
 	}
 
-	api := httpapi.New(httpapi.Config{Store: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Cache: n.startQueryCache()})
+	api := httpapi.New(httpapi.Config{Store: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.startQueryCache()})
 	n.api = &http.Server{
 		Handler:           rootHandler(api.Handler(), webui.Dist()),
 		ReadHeaderTimeout: readHeaderTimeout,
