@@ -29,7 +29,7 @@ for (const n of [1000, 5000]) {
 	describe(`${n} message.created events`, () => {
 		bench('channel on screen', () => {
 			const s = session(true);
-			(s as unknown as { visible: boolean }).visible = false; // no read-marker timers
+			s.setVisible(false); // no read-marker timers
 			for (let i = 1; i <= n; i++) s.applyEvent(created(i));
 			s.stop();
 		}, { iterations: 5, warmupIterations: 1 });

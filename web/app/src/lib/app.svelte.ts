@@ -7,6 +7,7 @@
 
 import { Api, ApiError, Session, type SessionNotification, type SessionState, type User, type Workspace } from '@parley/client';
 import { plainText } from './markdown';
+import { watchPage } from './page';
 
 const TOKEN_KEY = 'parley.token';
 const WS_KEY = 'parley.workspace';
@@ -130,6 +131,7 @@ class App {
     const session = new Session({ token });
     this.session = session;
     this.unsubscribe.push(
+      watchPage(session),
       session.subscribe((s) => (this.s = s)),
       session.on('loggedOut', () => this.forget()),
       session.on('notify', (n) => this.notify(n)),
