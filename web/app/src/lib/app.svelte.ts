@@ -3,7 +3,8 @@
 // this class holds its latest snapshot in `$state.raw` and adds what only
 // the UI cares about (views, panels, dialogs, presence on screen).
 //
-// Components talk to the server only through this object and the library.
+// Components talk to the server only through this object (and the session's
+// state operations); none reaches for the session's Api.
 
 import { Api, ApiError, Session, type SessionNotification, type SessionState, type User, type Workspace } from '@parley/client';
 import { plainText } from './markdown';
@@ -236,6 +237,71 @@ class App {
   showView(v: View): void {
     this.view = v;
     if (v !== 'channel') this.session?.closeChannel();
+  }
+
+  // ---- server reads and writes for the views ------------------------------------
+  //
+  // Views page lists and run one-off requests through these, not through the
+  // session's Api: what they need is named here, with the workspace filled in.
+
+  private get workspaceId(): string | undefined {
+    return this.s?.workspace?.id;
+  }
+
+  /** The open session's Api. */
+  private sessionApi(): Api {
+    if (!this.session) throw new Error('parley: no workspace is open');
+    return this.session.api;
+  }
+
+  /** A page of the channels the user can see; null before a workspace is open. */
+  browseChannels(q: string, cursor: string | undefined) {
+    const ws = this.workspaceId;
+    return ws ? this.sessionApi().listChannels(ws, { q, cursor, limit: 50 }) : null;
+  }
+
+  /** A page of the user directory; null before a workspace is open. */
+  directoryPage(q: string, cursor: string | undefined) {
+    const ws = this.workspaceId;
+    return ws ? this.sessionApi().listUsers(ws, { q, cursor, limit: 48 }) : null;
+  }
+
+  /** A page of search results; null before a workspace is open or without a query. */
+  searchPage(q: string, cursor: string | undefined) {
+    const ws = this.workspaceId;
+    return ws && q ? this.sessionApi().search(ws, q, { cursor }) : null;
+  }
+
+  /** The quick switcher's matches; null before a workspace is open. */
+  switcher(term: string) {
+    const ws = this.workspaceId;
+    return ws ? this.sessionApi().switcher(ws, term) : null;
+  }
+
+  /** A new invite to the open workspace; null before a workspace is open. */
+  createInvite() {
+    const ws = this.workspaceId;
+    return ws ? this.sessionApi().createInvite(ws) : null;
+  }
+
+  /** A page of a channel's members; authors not cached yet are looked up. */
+  async membersPage(channelId: string, cursor: string | undefined) {
+    const p = await this.sessionApi().listMembers(channelId, { cursor, limit: 50 });
+    this.session?.ensureUsers(p.members.filter((m) => !m.user).map((m) => m.user_id));
+    return p;
+  }
+
+  /** Users to complete an @mention in a channel (flagged when already in it). */
+  async mentionSuggestions(channelId: string, q: string) {
+    return (await this.sessionApi().mentionSuggestions(channelId, q, 8)).users;
+  }
+
+  async addMember(channelId: string, userId: string): Promise<void> {
+    await this.sessionApi().addMembers(channelId, [userId]);
+  }
+
+  async setTopic(channelId: string, topic: string): Promise<void> {
+    await this.session?.api.updateChannel(channelId, { topic });
   }
 
   // ---- presence: only users on screen ----------------------------------------
