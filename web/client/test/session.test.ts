@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Session, mentions, typingKey } from '../src/session';
+import { Session } from '../src/session';
 import type { Message, ParleyEvent } from '../src/types';
 
 function msg(p: Partial<Message>): Message {
@@ -7,24 +7,6 @@ function msg(p: Partial<Message>): Message {
 }
 
 const ev = (t: string, d: ParleyEvent['d']): ParleyEvent => ({ t, d, source: 'live' });
-
-describe('mentions', () => {
-	it('finds @handle and the broadcast mentions, not lookalikes', () => {
-		expect(mentions('hi @bob', 'bob')).toBe(true);
-		expect(mentions('hi @Bob.', 'bob')).toBe(true);
-		expect(mentions('@bob: look', 'bob')).toBe(true);
-		expect(mentions('hi @bobby', 'bob')).toBe(false);
-		expect(mentions('mail bob@bob.com', 'bob')).toBe(false);
-		expect(mentions('@here standup', 'bob')).toBe(true);
-		expect(mentions('@channel', undefined)).toBe(true);
-		expect(mentions('nothing', 'bob')).toBe(false);
-	});
-
-	it('keys typing by channel and thread', () => {
-		expect(typingKey('C1')).toBe('C1');
-		expect(typingKey('C1', 'M1')).toBe('C1/M1');
-	});
-});
 
 describe('Session.applyEvent', () => {
 	function session(): Session {
