@@ -50,7 +50,13 @@ export function eventHandlers(p: Parts): Record<string, EventHandler> {
 	const channelChanged: EventHandler = ({ d }) => {
 		const ch = d.channel_id;
 		if (ch && d.channel && state().channelsById[ch]) {
-			p.channels.patch(ch, { name: d.channel.name, topic: d.channel.topic, purpose: d.channel.purpose, archived_at: d.channel.archived_at, member_count: d.channel.member_count });
+			p.channels.patch(ch, {
+				name: d.channel.name,
+				topic: d.channel.topic,
+				purpose: d.channel.purpose,
+				archived_at: d.channel.archived_at,
+				member_count: d.channel.member_count,
+			});
 		}
 	};
 	const userChanged: EventHandler = ({ d }) => {

@@ -27,16 +27,6 @@ export type { GatewayEvents, GatewayOptions, GatewayStats, WebSocketCtor, WebSoc
 export { Session } from './session';
 export { typingKey } from './typing';
 export { mentions } from './messages';
-export type {
-	ChannelView,
-	LocalMessage,
-	MessageList,
-	SessionEvents,
-	SessionNotification,
-	SessionOptions,
-	SessionState,
-	ThreadList,
-	TypingUser,
-} from './state';
+export type { ChannelView, LocalMessage, MessageList, SessionEvents, SessionNotification, SessionOptions, SessionState, ThreadList, TypingUser } from './state';
 export type { Unsubscribe } from './emitter';
 export * from './types';

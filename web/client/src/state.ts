@@ -178,7 +178,9 @@ export class Store {
 		if (patch.channelsById) {
 			const all = Object.values(this.s.channelsById).filter((c) => c.is_member);
 			this.s.channels = all.filter((c) => c.kind === 'public' || c.kind === 'private').sort((a, b) => a.name.localeCompare(b.name));
-			this.s.dms = all.filter((c) => c.kind === 'dm' || c.kind === 'group_dm').sort((a, b) => (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0));
+			this.s.dms = all
+				.filter((c) => c.kind === 'dm' || c.kind === 'group_dm')
+				.sort((a, b) => (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0));
 		}
 		if (this.notifyScheduled) return;
 		this.notifyScheduled = true;

@@ -53,7 +53,14 @@ export class Threads {
 				msgs = msgs.concat(page.messages);
 			}
 			const now = store.s.replies[rootId];
-			this.windows.setList('replies', rootId, { root, messages: mergeMessages(now?.messages ?? [], msgs), loading: false, loaded: true, hasOlder: false, hasNewer: false });
+			this.windows.setList('replies', rootId, {
+				root,
+				messages: mergeMessages(now?.messages ?? [], msgs),
+				loading: false,
+				loaded: true,
+				hasOlder: false,
+				hasNewer: false,
+			});
 			this.users.authorsOf([root, ...msgs]);
 		} catch (e) {
 			this.windows.setList('replies', rootId, { loading: false, error: (e as Error).message });
@@ -118,7 +125,10 @@ export class Threads {
 			// Unknown before: this reply is the only change.
 			const self = store.s.self;
 			const mine = self && reply.user_id === self.id;
-			before = { replies: mine ? cur.replies : Math.max(0, cur.replies - 1), mentions: !mine && mentions(reply.text, self?.handle) ? Math.max(0, cur.mentions - 1) : cur.mentions };
+			before = {
+				replies: mine ? cur.replies : Math.max(0, cur.replies - 1),
+				mentions: !mine && mentions(reply.text, self?.handle) ? Math.max(0, cur.mentions - 1) : cur.mentions,
+			};
 		}
 		this.unread.set(t.root_id, cur);
 		if (before) {

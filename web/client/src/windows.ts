@@ -63,7 +63,10 @@ export class Windows {
 			const keepLive = cur?.loaded && !cur.hasNewer ? cur.messages.filter((m) => !m.pending && !m.failed && m.seq > pageLast) : [];
 			const inPage = new Set(page.messages.map((m) => m.id));
 			const arrived = live.msgs.filter((m) => m.seq > pageLast || inPage.has(m.id));
-			const msgs = mergeMessages(page.messages.filter((m) => !m.thread_root_id), [...keepLive, ...arrived, ...pending]).filter((m) => !live.deleted.has(m.id));
+			const msgs = mergeMessages(
+				page.messages.filter((m) => !m.thread_root_id),
+				[...keepLive, ...arrived, ...pending],
+			).filter((m) => !live.deleted.has(m.id));
 			this.setList('messages', channelId, { messages: msgs, hasOlder: page.messages.length >= size, hasNewer: false, loading: false, loaded: true });
 			this.users.authorsOf(page.messages);
 		} catch (e) {
@@ -91,7 +94,10 @@ export class Windows {
 			const now = store.s.messages[channelId] ?? EMPTY_LIST;
 			const hasOlder = page.messages.length >= size;
 			this.setList('messages', channelId, {
-				messages: mergeMessages(now.messages, page.messages.filter((m) => !m.thread_root_id)),
+				messages: mergeMessages(
+					now.messages,
+					page.messages.filter((m) => !m.thread_root_id),
+				),
 				hasOlder,
 				loading: false,
 			});
@@ -119,7 +125,14 @@ export class Windows {
 			const page = await this.core.api.listMessages(channelId, { after_seq: last.seq, limit: size });
 			const now = store.s.messages[channelId] ?? EMPTY_LIST;
 			const hasNewer = page.messages.length >= size;
-			this.setList('messages', channelId, { messages: mergeMessages(now.messages, page.messages.filter((m) => !m.thread_root_id)), hasNewer, loading: false });
+			this.setList('messages', channelId, {
+				messages: mergeMessages(
+					now.messages,
+					page.messages.filter((m) => !m.thread_root_id),
+				),
+				hasNewer,
+				loading: false,
+			});
 			this.users.authorsOf(page.messages);
 			return hasNewer;
 		} catch (e) {
@@ -221,7 +234,11 @@ export class Windows {
 		const key = local.thread_root_id ?? local.channel_id;
 		this.putLocal(kind, key, local);
 		try {
-			const m = await this.core.api.postMessage(local.channel_id, { text: local.text, client_msg_id: local.client_msg_id!, thread_root_id: local.thread_root_id });
+			const m = await this.core.api.postMessage(local.channel_id, {
+				text: local.text,
+				client_msg_id: local.client_msg_id!,
+				thread_root_id: local.thread_root_id,
+			});
 			this.upsert(m);
 			return m;
 		} catch (e) {
@@ -284,7 +301,9 @@ export class Windows {
 		this.countedReplies.add(m.id);
 		if (this.countedReplies.size > 5000) this.countedReplies.delete(this.countedReplies.values().next().value!);
 		this.map(m.thread_root_id, (r) =>
-			absolute ? { ...r, reply_count: absolute.reply_count, last_reply_at: absolute.last_reply_at } : { ...r, reply_count: r.reply_count + 1, last_reply_at: m.created_at },
+			absolute
+				? { ...r, reply_count: absolute.reply_count, last_reply_at: absolute.last_reply_at }
+				: { ...r, reply_count: r.reply_count + 1, last_reply_at: m.created_at },
 		);
 	}
 

@@ -7,13 +7,13 @@ import type { Session } from '@parley/client';
 
 /** Feed the page's visibility and online events to the session; returns the function that stops. */
 export function watchPage(session: Session): () => void {
-  const onVisibility = () => session.setVisible(document.visibilityState === 'visible');
-  const onOnline = () => session.online();
-  document.addEventListener('visibilitychange', onVisibility);
-  window.addEventListener('online', onOnline);
-  onVisibility();
-  return () => {
-    document.removeEventListener('visibilitychange', onVisibility);
-    window.removeEventListener('online', onOnline);
-  };
+	const onVisibility = () => session.setVisible(document.visibilityState === 'visible');
+	const onOnline = () => session.online();
+	document.addEventListener('visibilitychange', onVisibility);
+	window.addEventListener('online', onOnline);
+	onVisibility();
+	return () => {
+		document.removeEventListener('visibilitychange', onVisibility);
+		window.removeEventListener('online', onOnline);
+	};
 }
