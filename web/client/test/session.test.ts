@@ -245,3 +245,83 @@ describe('Session.start', () => {
 		}
 	});
 });
+
+/** Polls cond (client-side state) until it holds, failing after a deadline. */
+async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+	const t0 = Date.now();
+	while (!cond()) {
+		if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+		await new Promise((r) => setTimeout(r, 10));
+	}
+}
+
+describe('Session page signals', () => {
+	it('counts messages on screen as unread while the page is hidden, and reads them once it shows', async () => {
+		const { FakeParley } = await import('./fakeserver');
+		const srv = new FakeParley();
+		await srv.start();
+		try {
+			const s = new Session({ baseUrl: srv.url, token: 'T' });
+			(s as unknown as { s: Session['state'] }).s = {
+				...s.state,
+				self: { id: 'U1', name: 'Me', handle: 'me', title: '', avatar_hash: '', created_at: '', updated_at: '' },
+				activeChannelId: 'C1',
+				channelsById: {
+					C1: {
+						id: 'C1',
+						name: 'general',
+						kind: 'public',
+						topic: '',
+						member_count: 2,
+						last_seq: 3,
+						last_read_seq: 3,
+						unread_count: 0,
+						mention_count: 0,
+						updated_at: '',
+						is_member: true,
+					},
+				},
+				messages: { C1: { messages: [], hasOlder: false, hasNewer: false, loading: false, loaded: true } },
+			};
+			s.setVisible(false);
+			s.applyEvent(ev('message.created', { channel_id: 'C1', seq: 4, message: msg({ id: 'M4', seq: 4, text: 'hi @me' }) }));
+			expect([s.state.channelsById.C1.unread_count, s.state.channelsById.C1.mention_count]).toEqual([1, 1]);
+			s.setVisible(true);
+			await srv.waitFor(() => srv.requestsTo('/api/v1/channels/C1/read').length === 1, 'read marker');
+			expect((srv.requestsTo('/api/v1/channels/C1/read')[0].body as { seq: number }).seq).toBe(4);
+			expect([s.state.channelsById.C1.unread_count, s.state.channelsById.C1.mention_count]).toEqual([0, 0]);
+			s.stop();
+		} finally {
+			await srv.stop();
+		}
+	});
+
+	it('reconnects at once when told the network is back, instead of waiting out the backoff', async () => {
+		const { FakeParley, fakeUser } = await import('./fakeserver');
+		const { WebSocket } = await import('ws');
+		const srv = new FakeParley();
+		await srv.start();
+		try {
+			srv.bootAnswer = () => ({
+				self: fakeUser('U1', 'me'),
+				workspace: { id: 'W1', name: 'W', slug: 'w' },
+				channels: [],
+				dms: [],
+				ws_url: srv.url.replace(/^http/, 'ws') + '/api/v1/gateway',
+				prefs: null,
+			});
+			// A backoff far longer than the test.
+			const s = new Session({ baseUrl: srv.url, token: 'T', WebSocket: WebSocket as never, gateway: { backoffMinMs: 60_000, backoffMaxMs: 60_000 } });
+			await s.start('W1');
+			await until(() => s.state.status === 'ready', 'ready');
+			srv.closeSocket(srv.session(), 4009, 'too slow');
+			await until(() => s.state.status === 'reconnecting', 'reconnecting');
+			s.online();
+			await until(() => s.state.status === 'ready' && srv.conns.length === 2, 'back at once');
+			expect(srv.framesOf('resume')).toHaveLength(1);
+			s.stop();
+		} finally {
+			await srv.stop();
+		}
+	});
+});
