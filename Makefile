@@ -62,11 +62,12 @@ bench-gateway: build
 bench-peer: build
 	$(GO) run ./bench/peer -parley bin/parley -centrifugo-version v5.4.9 -subscribers 1000,10000 -rate 2 -duration 20s -rounds 3 -size 200
 
-## lint: gofmt and go vet
-lint:
+## lint: gofmt, go vet, and Prettier over the web client (web/.prettierrc)
+lint: web/node_modules/.package-lock.json
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt -w needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	cd web && npm run format:check
 
 ## loadtest: every `parley loadtest` scenario at the sizes recorded in
 ## docs/benchmarks.md, each against a freshly seeded SQLite server

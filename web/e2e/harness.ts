@@ -160,14 +160,7 @@ export class ParleyServer {
 
 /** Chromium as the issue asks: Debian's, with these flags. */
 export const chromiumPath = process.env.PARLEY_CHROMIUM ?? '/usr/bin/chromium';
-export const chromiumArgs = [
-	'--headless',
-	'--no-sandbox',
-	'--disable-gpu',
-	'--disable-background-networking',
-	'--disable-component-update',
-	'--disable-sync',
-];
+export const chromiumArgs = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 let seq = 0;
 /** A unique user for a test: handle, email, name, password. */

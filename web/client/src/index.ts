@@ -14,6 +14,8 @@
 //   await session.send(channelId, 'hello @bob');
 //   session.setPresenceView(userIdsOnScreen);          // presence_sub follows the view
 //   session.api.search(workspaceId, 'query');          // any endpoint: session.api
+//   session.setVisible(!document.hidden);               // the app feeds page signals:
+//   session.online();                                   // the library adds no DOM listeners
 //
 // Account screens use an Api on its own: `new Api().signup({...})`, then
 // hand the token to a Session.
@@ -22,17 +24,9 @@ export { Api, ApiError, newClientMsgId } from './api';
 export type { ApiOptions, AuthResult, HistoryQuery, PageQuery, SwitcherResult } from './api';
 export { Gateway, backoffDelay, retryAfterDelay, CLIENT_RECONNECT_CODE } from './gateway';
 export type { GatewayEvents, GatewayOptions, GatewayStats, WebSocketCtor, WebSocketLike } from './gateway';
-export { Session, typingKey, mentions } from './session';
-export type {
-	ChannelView,
-	LocalMessage,
-	MessageList,
-	SessionEvents,
-	SessionNotification,
-	SessionOptions,
-	SessionState,
-	ThreadList,
-	TypingUser,
-} from './session';
+export { Session } from './session';
+export { typingKey } from './typing';
+export { mentions } from './messages';
+export type { ChannelView, LocalMessage, MessageList, SessionEvents, SessionNotification, SessionOptions, SessionState, ThreadList, TypingUser } from './state';
 export type { Unsubscribe } from './emitter';
 export * from './types';

@@ -216,10 +216,7 @@ export interface LogEntry {
 	created_at: Time;
 }
 
-export type SyncEntry =
-	| { events: LogEntry[] }
-	| { too_far: true; last_seq: number }
-	| { error: string };
+export type SyncEntry = { events: LogEntry[] } | { too_far: true; last_seq: number } | { error: string };
 
 /** Every list answer: items under a plural key plus `next_cursor` (absent or empty at the end). */
 export type ListOf<K extends string, T> = { [P in K]: T[] } & { next_cursor?: string };

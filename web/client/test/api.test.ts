@@ -30,7 +30,7 @@ describe('Api', () => {
 		expect(srv.requestsTo('/api/v1/users/batch')).toHaveLength(3);
 	});
 
-	it('gives up after the configured retries with the server\'s error', async () => {
+	it("gives up after the configured retries with the server's error", async () => {
 		const api = new Api({ baseUrl: srv.url, retries: 1 });
 		srv.failNext.set('/api/v1/users/batch', [503, 503, 503]);
 		const err = await api.usersBatch(['U2']).catch((e) => e);

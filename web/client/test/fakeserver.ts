@@ -338,5 +338,13 @@ export class FakeParley {
 }
 
 export function fakeUser(id: string, handle: string): User {
-	return { id, name: handle[0].toUpperCase() + handle.slice(1), handle, title: '', avatar_hash: '', created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-01T00:00:00Z' };
+	return {
+		id,
+		name: handle[0].toUpperCase() + handle.slice(1),
+		handle,
+		title: '',
+		avatar_hash: '',
+		created_at: '2026-01-01T00:00:00Z',
+		updated_at: '2026-01-01T00:00:00Z',
+	};
 }

@@ -28,7 +28,11 @@ function until(s: Session, cond: (st: SessionState) => boolean, what: string, ti
 		const timer = setTimeout(() => {
 			unsub?.();
 			const msgs = Object.values(s.state.messages).map((l) => l.messages.map((m) => `${m.seq}:${m.text}${m.pending ? '(pending)' : ''}`).join(', '));
-			reject(new Error(`timed out waiting for ${what}; status ${s.state.status}; messages ${msgs.join(' | ')}; stats ${JSON.stringify(s.gateway?.stats)}\n${server.logTail().split('\n').slice(-15).join('\n')}`));
+			reject(
+				new Error(
+					`timed out waiting for ${what}; status ${s.state.status}; messages ${msgs.join(' | ')}; stats ${JSON.stringify(s.gateway?.stats)}\n${server.logTail().split('\n').slice(-15).join('\n')}`,
+				),
+			);
 		}, timeoutMs);
 		let done = false;
 		unsub = s.subscribe((st) => {
@@ -69,7 +73,11 @@ async function twoUsers() {
 }
 
 function newSession(api: Api): Session {
-	return new Session({ api, WebSocket: WebSocket as unknown as WebSocketCtor, gateway: { backoffMinMs: 50, backoffMaxMs: 500, log: process.env.GWLOG ? (...a: unknown[]) => console.log(...a) : undefined } });
+	return new Session({
+		api,
+		WebSocket: WebSocket as unknown as WebSocketCtor,
+		gateway: { backoffMinMs: 50, backoffMaxMs: 500, log: process.env.GWLOG ? (...a: unknown[]) => console.log(...a) : undefined },
+	});
 }
 
 describe('Session against a real server', () => {
@@ -162,7 +170,11 @@ describe('Session against a real server', () => {
 			session.closeThread();
 			session.closeChannel();
 			await bobApi.postMessage(general.id, { text: `@${a.handle} ping`, client_msg_id: 'r3', thread_root_id: root.id });
-			st = await until(session, (s) => s.threadsSummary.unread_threads === 1 && s.threads.items.some((t) => t.root_id === root.id && t.unread_replies > 0), 'unread thread');
+			st = await until(
+				session,
+				(s) => s.threadsSummary.unread_threads === 1 && s.threads.items.some((t) => t.root_id === root.id && t.unread_replies > 0),
+				'unread thread',
+			);
 			await until(session, () => notes.length === 1, 'notified');
 			expect(notes).toEqual([`mention:@${a.handle} ping`]);
 			expect(st.threadsSummary.unread_mentions).toBeGreaterThanOrEqual(1);

@@ -1,30 +1,24 @@
 import { describe, expect, it } from 'vitest';
-import { Session, mentions, typingKey } from '../src/session';
+import { Session } from '../src/session';
 import type { Message, ParleyEvent } from '../src/types';
 
 function msg(p: Partial<Message>): Message {
-	return { id: 'M1', workspace_id: 'W', channel_id: 'C1', seq: 1, user_id: 'U2', text: '', created_at: '2026-01-01T00:00:00Z', reply_count: 0, pinned: false, reactions: [], ...p };
+	return {
+		id: 'M1',
+		workspace_id: 'W',
+		channel_id: 'C1',
+		seq: 1,
+		user_id: 'U2',
+		text: '',
+		created_at: '2026-01-01T00:00:00Z',
+		reply_count: 0,
+		pinned: false,
+		reactions: [],
+		...p,
+	};
 }
 
 const ev = (t: string, d: ParleyEvent['d']): ParleyEvent => ({ t, d, source: 'live' });
-
-describe('mentions', () => {
-	it('finds @handle and the broadcast mentions, not lookalikes', () => {
-		expect(mentions('hi @bob', 'bob')).toBe(true);
-		expect(mentions('hi @Bob.', 'bob')).toBe(true);
-		expect(mentions('@bob: look', 'bob')).toBe(true);
-		expect(mentions('hi @bobby', 'bob')).toBe(false);
-		expect(mentions('mail bob@bob.com', 'bob')).toBe(false);
-		expect(mentions('@here standup', 'bob')).toBe(true);
-		expect(mentions('@channel', undefined)).toBe(true);
-		expect(mentions('nothing', 'bob')).toBe(false);
-	});
-
-	it('keys typing by channel and thread', () => {
-		expect(typingKey('C1')).toBe('C1');
-		expect(typingKey('C1', 'M1')).toBe('C1/M1');
-	});
-});
 
 describe('Session.applyEvent', () => {
 	function session(): Session {
@@ -34,28 +28,65 @@ describe('Session.applyEvent', () => {
 			...s.state,
 			self: { id: 'U1', name: 'Me', handle: 'me', title: '', avatar_hash: '', created_at: '', updated_at: '' },
 			channelsById: {
-				C1: { id: 'C1', name: 'general', kind: 'public', topic: '', member_count: 2, last_seq: 3, last_read_seq: 3, unread_count: 0, mention_count: 0, updated_at: '', is_member: true },
+				C1: {
+					id: 'C1',
+					name: 'general',
+					kind: 'public',
+					topic: '',
+					member_count: 2,
+					last_seq: 3,
+					last_read_seq: 3,
+					unread_count: 0,
+					mention_count: 0,
+					updated_at: '',
+					is_member: true,
+				},
 			},
-			messages: { C1: { messages: [msg({ id: 'M1', seq: 3, reactions: [{ emoji: 'tada', count: 1, me: true }] })], hasOlder: false, hasNewer: false, loading: false, loaded: true } },
+			messages: {
+				C1: {
+					messages: [msg({ id: 'M1', seq: 3, reactions: [{ emoji: 'tada', count: 1, me: true }] })],
+					hasOlder: false,
+					hasNewer: false,
+					loading: false,
+					loaded: true,
+				},
+			},
 		};
 		return s;
 	}
 
-	it('keeps the caller\'s own reactions when an event copy says me=false', () => {
+	it("keeps the caller's own reactions when an event copy says me=false", () => {
 		const s = session();
 		s.applyEvent(ev('reaction.added', { channel_id: 'C1', seq: 4, message_id: 'M1', emoji: 'tada', user_id: 'U2' }));
 		expect(s.state.messages.C1.messages[0].reactions).toEqual([{ emoji: 'tada', count: 2, me: true }]);
 		s.applyEvent(ev('reaction.added', { channel_id: 'C1', seq: 5, message_id: 'M1', emoji: 'thumbsup', user_id: 'U1' }));
-		s.applyEvent(ev('message.updated', { channel_id: 'C1', seq: 6, message: msg({ id: 'M1', seq: 3, text: 'edited', reactions: [{ emoji: 'tada', count: 2, me: false }, { emoji: 'thumbsup', count: 1, me: false }] }) }));
+		s.applyEvent(
+			ev('message.updated', {
+				channel_id: 'C1',
+				seq: 6,
+				message: msg({
+					id: 'M1',
+					seq: 3,
+					text: 'edited',
+					reactions: [
+						{ emoji: 'tada', count: 2, me: false },
+						{ emoji: 'thumbsup', count: 1, me: false },
+					],
+				}),
+			}),
+		);
 		const m = s.state.messages.C1.messages[0];
 		expect(m.text).toBe('edited');
-		expect(m.reactions).toEqual([{ emoji: 'tada', count: 2, me: true }, { emoji: 'thumbsup', count: 1, me: true }]);
+		expect(m.reactions).toEqual([
+			{ emoji: 'tada', count: 2, me: true },
+			{ emoji: 'thumbsup', count: 1, me: true },
+		]);
 		s.applyEvent(ev('reaction.removed', { channel_id: 'C1', seq: 7, message_id: 'M1', emoji: 'thumbsup', user_id: 'U1' }));
 		expect(s.state.messages.C1.messages[0].reactions).toEqual([{ emoji: 'tada', count: 2, me: true }]);
 		expect(s.state.channelsById.C1.last_seq).toBe(7);
 	});
 
-	it('counts unread and mentions for others\' top-level messages only, and publishes new snapshots', () => {
+	it("counts unread and mentions for others' top-level messages only, and publishes new snapshots", () => {
 		const s = session();
 		const seen: unknown[] = [];
 		s.subscribe((st) => seen.push(st));
@@ -76,7 +107,7 @@ describe('Session.applyEvent', () => {
 		expect(s.state.messages.C1.messages.map((m) => m.id)).toEqual(['M1', 'M5']);
 	});
 
-	it('tracks presence and typing, and a message clears its author\'s typing', () => {
+	it("tracks presence and typing, and a message clears its author's typing", () => {
 		const s = session();
 		s.applyEvent(ev('presence.changed', { user_id: 'U2', presence: 'away' }));
 		expect(s.state.presence.U2).toBe('away');
@@ -130,7 +161,19 @@ describe('Session.loadLatest', () => {
 				...s.state,
 				self: { id: 'U1', name: 'Me', handle: 'me', title: '', avatar_hash: '', created_at: '', updated_at: '' },
 				channelsById: {
-					C1: { id: 'C1', name: 'general', kind: 'public', topic: '', member_count: 2, last_seq: 1, last_read_seq: 1, unread_count: 0, mention_count: 0, updated_at: '', is_member: true },
+					C1: {
+						id: 'C1',
+						name: 'general',
+						kind: 'public',
+						topic: '',
+						member_count: 2,
+						last_seq: 1,
+						last_read_seq: 1,
+						unread_count: 0,
+						mention_count: 0,
+						updated_at: '',
+						is_member: true,
+					},
 				},
 			};
 			srv.holdMessages = true;
@@ -166,8 +209,25 @@ describe('Session.start', () => {
 		try {
 			const one = srv.appendMessage('C1', 'one');
 			const two = srv.appendMessage('C1', 'two');
-			const chan = (last: number) => ({ id: 'C1', name: 'general', kind: 'public', topic: '', member_count: 2, last_seq: last, last_read_seq: last, unread_count: 0, mention_count: 0, updated_at: '' });
-			const base = { self: fakeUser('U1', 'me'), workspace: { id: 'W1', name: 'W', slug: 'w' }, dms: [], ws_url: srv.url.replace(/^http/, 'ws') + '/api/v1/gateway', prefs: null };
+			const chan = (last: number) => ({
+				id: 'C1',
+				name: 'general',
+				kind: 'public',
+				topic: '',
+				member_count: 2,
+				last_seq: last,
+				last_read_seq: last,
+				unread_count: 0,
+				mention_count: 0,
+				updated_at: '',
+			});
+			const base = {
+				self: fakeUser('U1', 'me'),
+				workspace: { id: 'W1', name: 'W', slug: 'w' },
+				dms: [],
+				ws_url: srv.url.replace(/^http/, 'ws') + '/api/v1/gateway',
+				prefs: null,
+			};
 			// The one-channel boot was answered before "two" was posted; the full boot after.
 			srv.bootAnswer = (q) => (q.channel_id ? { ...base, channels: [chan(1)], messages: [one.d.message] } : { ...base, channels: [chan(2)] });
 			const s = new Session({ baseUrl: srv.url, token: 'T', WebSocket: WebSocket as never });
@@ -179,6 +239,86 @@ describe('Session.start', () => {
 			expect(s.state.messages.C1.messages.map((m) => m.text)).toEqual(['one', 'two']);
 			expect(s.state.channelsById.C1.unread_count).toBe(0);
 			expect(two.seq).toBe(2);
+			s.stop();
+		} finally {
+			await srv.stop();
+		}
+	});
+});
+
+/** Polls cond (client-side state) until it holds, failing after a deadline. */
+async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+	const t0 = Date.now();
+	while (!cond()) {
+		if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+		await new Promise((r) => setTimeout(r, 10));
+	}
+}
+
+describe('Session page signals', () => {
+	it('counts messages on screen as unread while the page is hidden, and reads them once it shows', async () => {
+		const { FakeParley } = await import('./fakeserver');
+		const srv = new FakeParley();
+		await srv.start();
+		try {
+			const s = new Session({ baseUrl: srv.url, token: 'T' });
+			(s as unknown as { s: Session['state'] }).s = {
+				...s.state,
+				self: { id: 'U1', name: 'Me', handle: 'me', title: '', avatar_hash: '', created_at: '', updated_at: '' },
+				activeChannelId: 'C1',
+				channelsById: {
+					C1: {
+						id: 'C1',
+						name: 'general',
+						kind: 'public',
+						topic: '',
+						member_count: 2,
+						last_seq: 3,
+						last_read_seq: 3,
+						unread_count: 0,
+						mention_count: 0,
+						updated_at: '',
+						is_member: true,
+					},
+				},
+				messages: { C1: { messages: [], hasOlder: false, hasNewer: false, loading: false, loaded: true } },
+			};
+			s.setVisible(false);
+			s.applyEvent(ev('message.created', { channel_id: 'C1', seq: 4, message: msg({ id: 'M4', seq: 4, text: 'hi @me' }) }));
+			expect([s.state.channelsById.C1.unread_count, s.state.channelsById.C1.mention_count]).toEqual([1, 1]);
+			s.setVisible(true);
+			await srv.waitFor(() => srv.requestsTo('/api/v1/channels/C1/read').length === 1, 'read marker');
+			expect((srv.requestsTo('/api/v1/channels/C1/read')[0].body as { seq: number }).seq).toBe(4);
+			expect([s.state.channelsById.C1.unread_count, s.state.channelsById.C1.mention_count]).toEqual([0, 0]);
+			s.stop();
+		} finally {
+			await srv.stop();
+		}
+	});
+
+	it('reconnects at once when told the network is back, instead of waiting out the backoff', async () => {
+		const { FakeParley, fakeUser } = await import('./fakeserver');
+		const { WebSocket } = await import('ws');
+		const srv = new FakeParley();
+		await srv.start();
+		try {
+			srv.bootAnswer = () => ({
+				self: fakeUser('U1', 'me'),
+				workspace: { id: 'W1', name: 'W', slug: 'w' },
+				channels: [],
+				dms: [],
+				ws_url: srv.url.replace(/^http/, 'ws') + '/api/v1/gateway',
+				prefs: null,
+			});
+			// A backoff far longer than the test.
+			const s = new Session({ baseUrl: srv.url, token: 'T', WebSocket: WebSocket as never, gateway: { backoffMinMs: 60_000, backoffMaxMs: 60_000 } });
+			await s.start('W1');
+			await until(() => s.state.status === 'ready', 'ready');
+			srv.closeSocket(srv.session(), 4009, 'too slow');
+			await until(() => s.state.status === 'reconnecting', 'reconnecting');
+			s.online();
+			await until(() => s.state.status === 'ready' && srv.conns.length === 2, 'back at once');
+			expect(srv.framesOf('resume')).toHaveLength(1);
 			s.stop();
 		} finally {
 			await srv.stop();

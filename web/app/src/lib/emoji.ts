@@ -3,37 +3,47 @@
 // them into characters for display and feeds the small reaction picker.
 
 export const EMOJI: Readonly<Record<string, string>> = {
-  thumbsup: '👍',
-  thumbsdown: '👎',
-  heart: '❤️',
-  joy: '😂',
-  smile: '😄',
-  tada: '🎉',
-  eyes: '👀',
-  rocket: '🚀',
-  fire: '🔥',
-  pray: '🙏',
-  clap: '👏',
-  thinking_face: '🤔',
-  white_check_mark: '✅',
-  x: '❌',
-  '100': '💯',
-  wave: '👋',
-  ok_hand: '👌',
-  sweat_smile: '😅',
-  slightly_smiling_face: '🙂',
-  cry: '😢',
-  '+1': '👍',
-  '-1': '👎',
+	thumbsup: '👍',
+	thumbsdown: '👎',
+	heart: '❤️',
+	joy: '😂',
+	smile: '😄',
+	tada: '🎉',
+	eyes: '👀',
+	rocket: '🚀',
+	fire: '🔥',
+	pray: '🙏',
+	clap: '👏',
+	thinking_face: '🤔',
+	white_check_mark: '✅',
+	x: '❌',
+	'100': '💯',
+	wave: '👋',
+	ok_hand: '👌',
+	sweat_smile: '😅',
+	slightly_smiling_face: '🙂',
+	cry: '😢',
+	'+1': '👍',
+	'-1': '👎',
 };
 
 /** The shortcodes offered in the reaction picker, in display order. */
 export const PICKER: readonly string[] = [
-  'thumbsup', 'heart', 'joy', 'tada', 'eyes', 'rocket',
-  'fire', 'pray', 'clap', 'thinking_face', 'white_check_mark', '100',
+	'thumbsup',
+	'heart',
+	'joy',
+	'tada',
+	'eyes',
+	'rocket',
+	'fire',
+	'pray',
+	'clap',
+	'thinking_face',
+	'white_check_mark',
+	'100',
 ];
 
 /** The character for a shortcode, or the shortcode between colons. */
 export function emojiChar(code: string): string {
-  return EMOJI[code] ?? `:${code}:`;
+	return EMOJI[code] ?? `:${code}:`;
 }

@@ -14,37 +14,30 @@ export const GROUP_MS = 5 * 60 * 1000;
  * height and hover state) when the server's copy replaces the local one.
  */
 export function rowKey(m: ViewMessage): string {
-  return m.client_msg_id ? `c:${m.user_id}:${m.client_msg_id}` : m.id;
+	return m.client_msg_id ? `c:${m.user_id}:${m.client_msg_id}` : m.id;
 }
 
-export function buildRows(
-  messages: readonly ViewMessage[],
-  now = new Date(),
-  opts: { unreadAfter?: number; selfId?: string } = {},
-): Row[] {
-  const out: Row[] = [];
-  let prev: ViewMessage | undefined; // the message a new one may group with
-  let lastDay = '';
-  let divided = opts.unreadAfter === undefined;
-  for (const m of messages) {
-    const day = dayKey(m.created_at);
-    if (day !== lastDay) {
-      out.push({ kind: 'day', key: 'day-' + day, label: dayLabel(m.created_at, now) });
-      lastDay = day;
-      prev = undefined;
-    }
-    if (!divided && !m.pending && m.seq > opts.unreadAfter! && m.user_id !== opts.selfId) {
-      out.push({ kind: 'new', key: 'new-messages' });
-      divided = true;
-      prev = undefined;
-    }
-    const grouped =
-      !!prev &&
-      prev.user_id === m.user_id &&
-      !prev.reply_count &&
-      new Date(m.created_at).getTime() - new Date(prev.created_at).getTime() < GROUP_MS;
-    out.push({ kind: 'msg', key: rowKey(m), m, grouped });
-    prev = m;
-  }
-  return out;
+export function buildRows(messages: readonly ViewMessage[], now = new Date(), opts: { unreadAfter?: number; selfId?: string } = {}): Row[] {
+	const out: Row[] = [];
+	let prev: ViewMessage | undefined; // the message a new one may group with
+	let lastDay = '';
+	let divided = opts.unreadAfter === undefined;
+	for (const m of messages) {
+		const day = dayKey(m.created_at);
+		if (day !== lastDay) {
+			out.push({ kind: 'day', key: 'day-' + day, label: dayLabel(m.created_at, now) });
+			lastDay = day;
+			prev = undefined;
+		}
+		if (!divided && !m.pending && m.seq > opts.unreadAfter! && m.user_id !== opts.selfId) {
+			out.push({ kind: 'new', key: 'new-messages' });
+			divided = true;
+			prev = undefined;
+		}
+		const grouped =
+			!!prev && prev.user_id === m.user_id && !prev.reply_count && new Date(m.created_at).getTime() - new Date(prev.created_at).getTime() < GROUP_MS;
+		out.push({ kind: 'msg', key: rowKey(m), m, grouped });
+		prev = m;
+	}
+	return out;
 }

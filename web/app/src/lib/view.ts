@@ -6,20 +6,17 @@ export type ViewMessage = Message & { pending?: boolean; failed?: boolean };
 
 /** What a message row can ask of the app. */
 export interface RowContext {
-  selfId: string;
-  selfHandle: string;
-  user(id: string): User | undefined;
-  presence(id: string): Presence | undefined;
-  react(m: Message, emoji: string, add: boolean): void;
-  openThread(m: Message): void;
-  edit(m: Message, text: string): Promise<void>;
-  remove(m: Message): Promise<void>;
-  retry(m: ViewMessage): void;
-  openProfile(userId: string): void;
+	selfId: string;
+	selfHandle: string;
+	user(id: string): User | undefined;
+	presence(id: string): Presence | undefined;
+	react(m: Message, emoji: string, add: boolean): void;
+	openThread(m: Message): void;
+	edit(m: Message, text: string): Promise<void>;
+	remove(m: Message): Promise<void>;
+	retry(m: ViewMessage): void;
+	openProfile(userId: string): void;
 }
 
 /** A row of the virtualised list. */
-export type Row =
-  | { kind: 'day'; key: string; label: string }
-  | { kind: 'new'; key: string }
-  | { kind: 'msg'; key: string; m: ViewMessage; grouped: boolean };
+export type Row = { kind: 'day'; key: string; label: string } | { kind: 'new'; key: string } | { kind: 'msg'; key: string; m: ViewMessage; grouped: boolean };

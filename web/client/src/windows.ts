@@ -1,0 +1,365 @@
+// Windows: the loaded messages of each channel (top-level messages, with
+// older and newer pages on demand and a window around a jumped-to message)
+// and of each open thread (replies), kept current by events and by the
+// answers to the user's own sends, edits and reactions.
+
+import { ApiError, newClientMsgId } from './api';
+import { bySeq, indexOfMessage, keepMe, mergeMessages, replaceOwn } from './messages';
+import type { Message } from './types';
+import type { Core, LocalMessage, MessageList, SessionState } from './state';
+import type { Users } from './users';
+
+const EMPTY_LIST: MessageList = { messages: [], hasOlder: false, hasNewer: false, loading: false, loaded: false };
+
+type Kind = 'messages' | 'replies';
+
+export class Windows {
+	/**
+	 * Per channel, while loadLatest is out: the top-level messages created or
+	 * updated and the ids deleted meanwhile. The page may predate them, and
+	 * the list ignores them until it is loaded; they are applied to the page.
+	 */
+	private duringLoad = new Map<string, { msgs: Message[]; deleted: Set<string> }>();
+	/** Replies already counted in their root's reply_count. */
+	private countedReplies = new Set<string>();
+	/** Replies whose deletion already lowered their root's reply_count. */
+	private deletedReplies = new Set<string>();
+
+	constructor(
+		private readonly core: Core,
+		private readonly users: Users,
+	) {}
+
+	private get pageSize(): number {
+		return this.core.opts.pageSize ?? 50;
+	}
+
+	setList(kind: Kind, id: string, patch: Partial<MessageList>): void {
+		const store = this.core.store;
+		const cur = store.s[kind][id] ?? EMPTY_LIST;
+		store.set({ [kind]: { ...store.s[kind], [id]: { ...cur, ...patch } } } as Partial<SessionState>);
+	}
+
+	/** A loaded thread takes a reply (created, or delivered with thread.updated). */
+	mergeReply(m: Message): void {
+		const cur = this.core.store.s.replies[m.thread_root_id!];
+		if (cur?.loaded) this.setList('replies', m.thread_root_id!, { messages: mergeMessages(cur.messages, [m]) });
+	}
+
+	// ---- loading --------------------------------------------------------
+
+	/** Load the latest page of a channel (replacing a window that jumped into history). */
+	async loadLatest(channelId: string): Promise<void> {
+		const size = this.pageSize;
+		this.setList('messages', channelId, { loading: true, error: undefined });
+		let live = this.duringLoad.get(channelId);
+		if (!live) this.duringLoad.set(channelId, (live = { msgs: [], deleted: new Set() }));
+		try {
+			const page = await this.core.api.listMessages(channelId, { limit: size });
+			if (this.duringLoad.get(channelId) === live) this.duringLoad.delete(channelId);
+			const cur = this.core.store.s.messages[channelId];
+			const pending = (cur?.messages ?? []).filter((m) => m.pending || m.failed);
+			const pageLast = page.messages.at(-1)?.seq ?? 0;
+			const keepLive = cur?.loaded && !cur.hasNewer ? cur.messages.filter((m) => !m.pending && !m.failed && m.seq > pageLast) : [];
+			const inPage = new Set(page.messages.map((m) => m.id));
+			const arrived = live.msgs.filter((m) => m.seq > pageLast || inPage.has(m.id));
+			const msgs = mergeMessages(
+				page.messages.filter((m) => !m.thread_root_id),
+				[...keepLive, ...arrived, ...pending],
+			).filter((m) => !live.deleted.has(m.id));
+			this.setList('messages', channelId, { messages: msgs, hasOlder: page.messages.length >= size, hasNewer: false, loading: false, loaded: true });
+			this.users.authorsOf(page.messages);
+		} catch (e) {
+			if (this.duringLoad.get(channelId) === live) this.duringLoad.delete(channelId);
+			this.setList('messages', channelId, { loading: false, error: (e as Error).message });
+			throw e;
+		}
+	}
+
+	/** Load the page before the first loaded message; resolves false when there is no more. */
+	async loadOlder(channelId: string): Promise<boolean> {
+		const store = this.core.store;
+		const cur = store.s.messages[channelId];
+		if (!cur?.loaded) {
+			await this.loadLatest(channelId);
+			return store.s.messages[channelId]?.hasOlder ?? false;
+		}
+		if (cur.loading || !cur.hasOlder) return cur.hasOlder;
+		const first = cur.messages.find((m) => !m.pending && !m.failed);
+		if (!first) return false;
+		const size = this.pageSize;
+		this.setList('messages', channelId, { loading: true });
+		try {
+			const page = await this.core.api.listMessages(channelId, { before_seq: first.seq, limit: size });
+			const now = store.s.messages[channelId] ?? EMPTY_LIST;
+			const hasOlder = page.messages.length >= size;
+			this.setList('messages', channelId, {
+				messages: mergeMessages(
+					now.messages,
+					page.messages.filter((m) => !m.thread_root_id),
+				),
+				hasOlder,
+				loading: false,
+			});
+			this.users.authorsOf(page.messages);
+			return hasOlder;
+		} catch (e) {
+			this.setList('messages', channelId, { loading: false, error: (e as Error).message });
+			throw e;
+		}
+	}
+
+	/** Load the page after the last loaded message (after a jump); resolves false at the newest. */
+	async loadNewer(channelId: string): Promise<boolean> {
+		const store = this.core.store;
+		const cur = store.s.messages[channelId];
+		if (!cur?.loaded || !cur.hasNewer || cur.loading) return cur?.hasNewer ?? false;
+		const last = [...cur.messages].reverse().find((m) => !m.pending && !m.failed);
+		if (!last) {
+			await this.loadLatest(channelId);
+			return false;
+		}
+		const size = this.pageSize;
+		this.setList('messages', channelId, { loading: true });
+		try {
+			const page = await this.core.api.listMessages(channelId, { after_seq: last.seq, limit: size });
+			const now = store.s.messages[channelId] ?? EMPTY_LIST;
+			const hasNewer = page.messages.length >= size;
+			this.setList('messages', channelId, {
+				messages: mergeMessages(
+					now.messages,
+					page.messages.filter((m) => !m.thread_root_id),
+				),
+				hasNewer,
+				loading: false,
+			});
+			this.users.authorsOf(page.messages);
+			return hasNewer;
+		} catch (e) {
+			this.setList('messages', channelId, { loading: false, error: (e as Error).message });
+			throw e;
+		}
+	}
+
+	/** Show the messages around seq (a jump into history), unless the window already holds it. */
+	async loadAround(channelId: string, seq: number): Promise<void> {
+		const cur = this.core.store.s.messages[channelId];
+		if (cur?.loaded && cur.messages.some((m) => m.seq === seq)) return;
+		const half = Math.max(10, Math.floor(this.pageSize / 2));
+		this.setList('messages', channelId, { loading: true });
+		const [before, after] = await Promise.all([
+			this.core.api.listMessages(channelId, { before_seq: seq + 1, limit: half }),
+			this.core.api.listMessages(channelId, { after_seq: seq, limit: half }),
+		]);
+		const msgs = [...before.messages, ...after.messages].filter((m) => !m.thread_root_id);
+		this.setList('messages', channelId, {
+			messages: mergeMessages([], msgs),
+			hasOlder: before.messages.length >= half,
+			hasNewer: after.messages.length >= half,
+			loading: false,
+			loaded: true,
+		});
+		this.users.authorsOf(msgs);
+	}
+
+	// ---- the user's own messages ------------------------------------------
+
+	/**
+	 * Send a message. It shows at once as pending and is replaced by the
+	 * server's copy; on failure it stays with `failed` set.
+	 */
+	send(channelId: string, text: string, threadRootId?: string): Promise<Message> {
+		const cmid = newClientMsgId();
+		const local: LocalMessage = {
+			id: `local:${cmid}`,
+			workspace_id: this.core.workspaceId() ?? '',
+			channel_id: channelId,
+			seq: Number.MAX_SAFE_INTEGER,
+			user_id: this.core.store.s.self?.id ?? '',
+			text,
+			client_msg_id: cmid,
+			created_at: new Date().toISOString(),
+			thread_root_id: threadRootId,
+			reply_count: 0,
+			pinned: false,
+			reactions: [],
+			pending: true,
+		};
+		return this.sendLocal(local);
+	}
+
+	/** Try a failed message again (same client_msg_id: never posted twice). */
+	resend(local: LocalMessage): Promise<Message> {
+		return this.sendLocal({ ...local, failed: false, pending: true, error: undefined });
+	}
+
+	/** Drop a failed message from the list. */
+	discard(local: LocalMessage): void {
+		const kind = local.thread_root_id ? 'replies' : 'messages';
+		const key = local.thread_root_id ?? local.channel_id;
+		const cur = this.core.store.s[kind][key];
+		if (cur) this.setList(kind, key, { messages: cur.messages.filter((m) => m.id !== local.id) });
+	}
+
+	async edit(messageId: string, text: string): Promise<Message> {
+		const m = await this.core.api.editMessage(messageId, text);
+		this.upsert(m);
+		return m;
+	}
+
+	async delete(messageId: string): Promise<void> {
+		await this.core.api.deleteMessage(messageId);
+		this.drop(messageId);
+	}
+
+	/** Toggle the user's reaction on a message. */
+	async toggleReaction(message: Message, emoji: string): Promise<void> {
+		const mine = message.reactions?.some((r) => r.emoji === emoji && r.me);
+		const m = mine ? await this.core.api.removeReaction(message.id, emoji) : await this.core.api.addReaction(message.id, emoji);
+		if (m) this.upsert(m, true);
+	}
+
+	async react(messageId: string, emoji: string): Promise<void> {
+		const m = await this.core.api.addReaction(messageId, emoji);
+		if (m) this.upsert(m, true);
+	}
+
+	async unreact(messageId: string, emoji: string): Promise<void> {
+		const m = await this.core.api.removeReaction(messageId, emoji);
+		if (m) this.upsert(m, true);
+	}
+
+	private async sendLocal(local: LocalMessage): Promise<Message> {
+		const kind = local.thread_root_id ? 'replies' : 'messages';
+		const key = local.thread_root_id ?? local.channel_id;
+		this.putLocal(kind, key, local);
+		try {
+			const m = await this.core.api.postMessage(local.channel_id, {
+				text: local.text,
+				client_msg_id: local.client_msg_id!,
+				thread_root_id: local.thread_root_id,
+			});
+			this.upsert(m);
+			return m;
+		} catch (e) {
+			const why = e instanceof ApiError ? `${e.message} (${e.status || e.code})` : String(e);
+			this.putLocal(kind, key, { ...local, pending: false, failed: true, error: why });
+			this.core.fail(e);
+			throw e;
+		}
+	}
+
+	private putLocal(kind: Kind, key: string, m: LocalMessage): void {
+		const cur = this.core.store.s[kind][key];
+		if (kind === 'messages' && (!cur?.loaded || cur.hasNewer)) return;
+		const list = (cur?.messages ?? []).filter((x) => x.id !== m.id);
+		this.setList(kind, key, { messages: [...list, m].sort(bySeq), loaded: cur?.loaded ?? kind === 'replies' });
+	}
+
+	// ---- keeping windows current ------------------------------------------
+
+	/** Every loaded copy of a message, replaced; `own` answers carry the caller's `me`. */
+	upsert(m: Message, own = false): void {
+		const s = this.core.store.s;
+		if (m.thread_root_id) {
+			this.countReply(m);
+			const cur = this.core.store.s.replies[m.thread_root_id];
+			if (cur) this.setList('replies', m.thread_root_id, { messages: own ? replaceOwn(cur.messages, m) : mergeMessages(cur.messages, [m]) });
+			return;
+		}
+		this.duringLoad.get(m.channel_id)?.msgs.push(m);
+		const cur = s.messages[m.channel_id];
+		if (cur?.loaded) {
+			const present = indexOfMessage(cur.messages, m) >= 0;
+			if (present || !cur.hasNewer) {
+				let msgs = own ? replaceOwn(cur.messages, m) : mergeMessages(cur.messages, [m]);
+				let hasOlder = cur.hasOlder;
+				// A channel that is not on screen keeps only its latest messages
+				// (older ones load again on demand): busy background channels
+				// must not grow without bound.
+				const cap = 4 * this.pageSize;
+				if (!present && m.channel_id !== s.activeChannelId && msgs.length > cap) {
+					msgs = msgs.slice(msgs.length - cap);
+					hasOlder = true;
+				}
+				this.setList('messages', m.channel_id, { messages: msgs, hasOlder });
+			}
+		}
+		for (const [rootId, list] of Object.entries(this.core.store.s.replies)) {
+			if (rootId === m.id && list.root) this.setList('replies', rootId, { root: own ? m : keepMe(list.root, m) });
+		}
+	}
+
+	/**
+	 * Bump the root's reply_count for a confirmed reply, once per reply id,
+	 * whichever copy comes first (the HTTP answer, message.created, or
+	 * thread.updated, which sets the count outright).
+	 */
+	countReply(m: Message, absolute?: { reply_count: number; last_reply_at: string }): void {
+		if (!m.thread_root_id || m.id.startsWith('local:')) return;
+		if (this.countedReplies.has(m.id) && !absolute) return;
+		this.countedReplies.add(m.id);
+		if (this.countedReplies.size > 5000) this.countedReplies.delete(this.countedReplies.values().next().value!);
+		this.map(m.thread_root_id, (r) =>
+			absolute
+				? { ...r, reply_count: absolute.reply_count, last_reply_at: absolute.last_reply_at }
+				: { ...r, reply_count: r.reply_count + 1, last_reply_at: m.created_at },
+		);
+	}
+
+	/** A message was deleted: it leaves every window, and a reply lowers its root's count once. */
+	deleted(id: string, threadRootId: string | undefined): void {
+		this.drop(id);
+		if (threadRootId && !this.deletedReplies.has(id)) {
+			this.deletedReplies.add(id);
+			this.map(threadRootId, (r) => ({ ...r, reply_count: Math.max(0, r.reply_count - 1) }));
+		}
+	}
+
+	/** Replace every loaded copy of a message (in channel windows, thread windows and as a root) with fn's. */
+	map(id: string, fn: (m: Message) => Message): void {
+		const store = this.core.store;
+		let patchMessages: Record<string, MessageList> | undefined;
+		for (const [ch, list] of Object.entries(store.s.messages)) {
+			const i = list.messages.findIndex((x) => x.id === id);
+			if (i < 0) continue;
+			const msgs = list.messages.slice();
+			msgs[i] = fn(msgs[i]);
+			patchMessages = { ...(patchMessages ?? store.s.messages), [ch]: { ...list, messages: msgs } };
+		}
+		let patchReplies: Record<string, MessageList> | undefined;
+		for (const [root, list] of Object.entries(store.s.replies)) {
+			const i = list.messages.findIndex((x) => x.id === id);
+			const isRoot = list.root?.id === id;
+			if (i < 0 && !isRoot) continue;
+			const msgs = i >= 0 ? list.messages.slice() : list.messages;
+			if (i >= 0) msgs[i] = fn(msgs[i]);
+			patchReplies = { ...(patchReplies ?? store.s.replies), [root]: { ...list, messages: msgs, root: isRoot && list.root ? fn(list.root) : list.root } };
+		}
+		const patch: Partial<SessionState> = {};
+		if (patchMessages) patch.messages = patchMessages;
+		if (patchReplies) patch.replies = patchReplies;
+		if (patchMessages || patchReplies) store.set(patch);
+	}
+
+	private drop(id: string): void {
+		const store = this.core.store;
+		for (const l of this.duringLoad.values()) l.deleted.add(id);
+		const messages = { ...store.s.messages };
+		let changed = false;
+		for (const [ch, list] of Object.entries(messages)) {
+			if (list.messages.some((m) => m.id === id)) {
+				messages[ch] = { ...list, messages: list.messages.filter((m) => m.id !== id) };
+				changed = true;
+			}
+		}
+		const replies = { ...store.s.replies };
+		for (const [root, list] of Object.entries(replies)) {
+			if (list.messages.some((m) => m.id === id)) {
+				replies[root] = { ...list, messages: list.messages.filter((m) => m.id !== id) };
+				changed = true;
+			}
+		}
+		if (changed) store.set({ messages, replies });
+	}
+}
