@@ -11,7 +11,6 @@
 package httpapi
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -24,6 +23,7 @@ import (
 
 	"parley"
 	"parley/auth"
+	"parley/internal/promutil"
 )
 
 // Config is what a Server needs. The zero value of every field except Store
@@ -65,6 +65,9 @@ type Config struct {
 	// suggestions and channel headers from memory (querycache). Nil: the
 	// store serves them (see querycache.go in this package).
 	Cache Cache
+
+	// testRoutes are extra routes, for this package's tests only.
+	testRoutes []route
 }
 
 // Rate is a token bucket: PerMinute tokens a minute, at most Burst at once.
@@ -115,8 +118,12 @@ type Server struct {
 	users  UserLookup
 	limits parley.BootLimits
 
-	metrics *metrics // nil without a Registerer
-	handler http.Handler
+	metrics *metrics           // nil without a Registerer
+	panics  prometheus.Counter // parley_panics_total{where="http"}
+	// testRoutes are added to the route table by tests (a handler that
+	// panics, say); nil in production.
+	testRoutes []route
+	handler    http.Handler
 }
 
 // New returns a Server for cfg. It panics when cfg.Store is nil, which is a
@@ -155,6 +162,8 @@ func New(cfg Config) *Server {
 	if cfg.Registerer != nil {
 		s.metrics = newMetrics(cfg.Registerer)
 	}
+	s.panics = promutil.Panics(cfg.Registerer).WithLabelValues("http")
+	s.testRoutes = cfg.testRoutes
 	s.handler = s.buildHandler()
 	return s
 }
@@ -178,7 +187,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, c *caller) error
 func (s *Server) buildHandler() http.Handler {
 	mux := http.NewServeMux()
 	var methods []string
-	for _, rt := range s.routes() {
+	for _, rt := range append(s.routes(), s.testRoutes...) {
 		if !slices.Contains(methods, rt.Method) {
 			methods = append(methods, rt.Method)
 		}
@@ -236,10 +245,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.writeError(sw, r, fmt.Errorf("panic: %v", v))
+				handlePanic(s.log, s.panics, sw, r, v, label, sw.code != 0)
 			}
 			s.metrics.observe(label, rt.Method, sw.status(), s.now().Sub(start))
 		}()
