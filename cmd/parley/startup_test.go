@@ -191,4 +191,3 @@ func TestServeStartFailureReleasesListeners(t *testing.T) {
 		})
 	}
 }
-
