@@ -187,7 +187,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 	}
 
 	if err := n.config.Start(ctx, n.store, n.bus); err != nil {
-		return fmt.Errorf("live config: %w", err)
+		return err // it says "live config: …"
 	}
 	n.configFollowing = true
 
