@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"parley"
 )
 
 // ConnectOptions configure a gateway connection. Only Handler is required;
@@ -419,7 +421,7 @@ func (c *Conn) resetSession() {
 
 // onEvent takes an event frame off socket s: it checks the session seq and
 // queues the event for the handler.
-func (c *Conn) onEvent(s *socket, sq int64, t string, d []byte) {
+func (c *Conn) onEvent(s *socket, sq int64, t string, d []byte, users []parley.User) {
 	chID, seq := channelPosition(d)
 	var drop *socket
 	c.mu.Lock()
@@ -436,7 +438,7 @@ func (c *Conn) onEvent(s *socket, sq int64, t string, d []byte) {
 		}
 	}
 	c.lastS = sq
-	c.enqueueLocked(item{kind: itemEvent, ev: Event{S: sq, Type: t, ChannelID: chID, Seq: seq, Data: d}})
+	c.enqueueLocked(item{kind: itemEvent, ev: Event{S: sq, Type: t, ChannelID: chID, Seq: seq, Data: d, Users: users}})
 	if c.pending > c.opts.MaxQueue && !c.overflowed {
 		c.overflowed = true
 		c.logger().Warn("gateway: handler too slow, dropping the socket to resume later", "queued", c.pending)

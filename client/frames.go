@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"parley"
 )
 
 // The gateway's wire frames: one flat JSON object per text frame, with op.
@@ -56,6 +58,7 @@ type inFrame struct {
 	S             int64           `json:"s"`
 	T             string          `json:"t"`
 	D             json.RawMessage `json:"d"`
+	Users         json.RawMessage `json:"users"` // just-in-time users of an event
 	HeartbeatMS   int64           `json:"heartbeat_ms"`
 	ResumeWindowS int64           `json:"resume_window_s"`
 	SessionID     string          `json:"session_id"`
@@ -101,7 +104,12 @@ type Event struct {
 	Seq       int64
 	// Data is the payload d, exactly as the server sent it. It is the
 	// application's to keep.
-	Data   json.RawMessage
+	Data json.RawMessage
+	// Users are the user objects the gateway attached beside d: the
+	// author and mentioned users of a message that this session had not
+	// been sent before (just-in-time users). Nil on most events, and on
+	// every event fetched over HTTP.
+	Users  []parley.User
 	Source Source
 	// Ordered is set on the durable events of a channel the Conn tracks:
 	// those come in seq order with no gaps and no duplicates. Durable
@@ -152,42 +160,135 @@ var (
 	eventPrefix = []byte(`{"op":"event","s":`)
 	typeKey     = []byte(`,"t":"`)
 	dataKey     = []byte(`","d":`)
+	usersKey    = []byte(`,"users":`)
 	chanPrefix  = []byte(`{"channel_id":"`)
 	seqKey      = []byte(`","seq":`)
 )
 
 // parseEventFrame decodes an event frame in the server's own layout,
-// {"op":"event","s":N,"t":"…","d":…}, without a general JSON decoder. ok is
-// false when b has any other layout; the caller then decodes it in full.
-// d aliases b.
-func parseEventFrame(b []byte) (s int64, t string, d []byte, ok bool) {
-	if !bytes.HasPrefix(b, eventPrefix) || len(b) == 0 || b[len(b)-1] != '}' {
-		return 0, "", nil, false
+// {"op":"event","s":N,"t":"…","d":…} or, with just-in-time users,
+// {"op":"event","s":N,"t":"…","d":…,"users":[…]}, without a general JSON
+// decoder. ok is false when b has any other layout; the caller then decodes
+// it in full. d and users alias b; users is nil when the frame has none.
+//
+// The extent of d is found by matching its brackets, not by assuming it
+// runs to the end of the frame: the users (and anything a newer server
+// adds) come after it.
+func parseEventFrame(b []byte) (s int64, t string, d, users []byte, ok bool) {
+	if !bytes.HasPrefix(b, eventPrefix) || b[len(b)-1] != '}' {
+		return 0, "", nil, nil, false
 	}
 	rest := b[len(eventPrefix):]
 	s, n := parseDigits(rest)
 	if n == 0 {
-		return 0, "", nil, false
+		return 0, "", nil, nil, false
 	}
 	rest = rest[n:]
 	if !bytes.HasPrefix(rest, typeKey) {
-		return 0, "", nil, false
+		return 0, "", nil, nil, false
 	}
 	rest = rest[len(typeKey):]
 	end := bytes.IndexByte(rest, '"')
-	if end <= 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
-		return 0, "", nil, false
+	if end <= 0 || !plainASCII(rest[:end]) {
+		return 0, "", nil, nil, false
 	}
 	tb := rest[:end]
 	rest = rest[end:]
 	if !bytes.HasPrefix(rest, dataKey) {
-		return 0, "", nil, false
+		return 0, "", nil, nil, false
 	}
-	d = rest[len(dataKey) : len(rest)-1]
-	if len(d) == 0 {
-		return 0, "", nil, false
+	rest = rest[len(dataKey):]
+	if end = valueEnd(rest); end <= 0 {
+		return 0, "", nil, nil, false
 	}
-	return s, internType(tb), d, true
+	d, rest = rest[:end], rest[end:]
+	if bytes.HasPrefix(rest, usersKey) {
+		rest = rest[len(usersKey):]
+		if len(rest) == 0 || rest[0] != '[' {
+			return 0, "", nil, nil, false
+		}
+		if end = valueEnd(rest); end <= 0 {
+			return 0, "", nil, nil, false
+		}
+		users, rest = rest[:end], rest[end:]
+	}
+	if len(rest) != 1 { // only the frame's closing brace may remain
+		return 0, "", nil, nil, false
+	}
+	return s, internType(tb), d, users, true
+}
+
+// plainASCII reports whether b holds printable ASCII without escapes, the
+// only bytes an event type name has; anything else takes the slow path.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// valueEnd returns the length of the JSON value at the start of b, found by
+// matching brackets outside strings; 0 when b does not start with a
+// complete value. It does not validate the value: a server frame is
+// trusted to be JSON, and the fuzz test holds the fast path to the full
+// decoder on every valid frame.
+func valueEnd(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	switch b[0] {
+	case '{', '[':
+	case '"':
+		return stringEnd(b)
+	default: // a number, true, false or null
+		i := 0
+		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] > ' ' {
+			i++
+		}
+		return i
+	}
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case '"':
+			n := stringEnd(b[i:])
+			if n == 0 {
+				return 0
+			}
+			i += n - 1
+		}
+	}
+	return 0
+}
+
+// stringEnd returns the length of the JSON string at the start of b (which
+// begins with its opening quote), or 0 when it is not closed.
+func stringEnd(b []byte) int {
+	i := 1
+	for {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return 0
+		}
+		i += q
+		// The quote is escaped when an odd number of backslashes precede it.
+		bs := 0
+		for j := i - 1; j > 0 && b[j] == '\\'; j-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return i + 1
+		}
+		i++
+	}
 }
 
 // channelPosition reads d.channel_id and d.seq of a payload; both are zero

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/lesismal/nbio/nbhttp/websocket"
+
+	"parley"
 )
 
 // socket is one WebSocket connection to the gateway. A Conn runs one socket
@@ -118,8 +120,8 @@ var ErrUpgradeRefused = errors.New("gateway: upgrade refused")
 // one at a time, so the Conn sees them in order.
 func (s *socket) onFrame(data []byte) {
 	s.lastRecv.Store(mono())
-	if sq, t, d, ok := parseEventFrame(data); ok {
-		s.c.onEvent(s, sq, t, d)
+	if sq, t, d, users, ok := parseEventFrame(data); ok {
+		s.c.onEvent(s, sq, t, d, s.users(users))
 		return
 	}
 	var f inFrame
@@ -129,7 +131,7 @@ func (s *socket) onFrame(data []byte) {
 	}
 	switch f.Op {
 	case OpEvent:
-		s.c.onEvent(s, f.S, internType([]byte(f.T)), f.D)
+		s.c.onEvent(s, f.S, internType([]byte(f.T)), f.D, s.users(f.Users))
 	case OpHeartbeatAck:
 	case OpReconnect:
 		s.mu.Lock()
@@ -147,6 +149,20 @@ func (s *socket) onFrame(data []byte) {
 	default:
 		// An op this client does not know: newer servers may add some.
 	}
+}
+
+// users decodes the just-in-time users of an event frame. Users that do
+// not decode are logged and left out: the event itself is still good.
+func (s *socket) users(raw []byte) []parley.User {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var us []parley.User
+	if err := json.Unmarshal(raw, &us); err != nil {
+		s.c.logger().Warn("gateway: undecodable users in an event frame", "err", err)
+		return nil
+	}
+	return us
 }
 
 // control passes a handshake frame on. A server that floods control frames

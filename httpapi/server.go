@@ -13,7 +13,6 @@
 package httpapi
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -26,6 +25,7 @@ import (
 
 	"parley"
 	"parley/auth"
+	"parley/internal/promutil"
 )
 
 // Config is what a Server needs. The zero value of every field except Store
@@ -64,6 +64,9 @@ type Config struct {
 	// references: the query cache (querycache.Cache) on a node, or the
 	// store's (sqlstore.Directory). Required.
 	Directory parley.DirectoryQueries
+
+	// testRoutes are extra routes, for this package's tests only.
+	testRoutes []route
 }
 
 // Rate is a token bucket: PerMinute tokens a minute, at most Burst at once.
@@ -113,8 +116,12 @@ type Server struct {
 	dir    parley.DirectoryQueries
 	limits parley.BootLimits
 
-	metrics *metrics // nil without a Registerer
-	handler http.Handler
+	metrics *metrics           // nil without a Registerer
+	panics  prometheus.Counter // parley_panics_total{where="http"}
+	// testRoutes are added to the route table by tests (a handler that
+	// panics, say); nil in production.
+	testRoutes []route
+	handler    http.Handler
 }
 
 // New returns a Server for cfg. It panics when cfg.Store or cfg.Directory
@@ -149,6 +156,8 @@ func New(cfg Config) *Server {
 	if cfg.Registerer != nil {
 		s.metrics = newMetrics(cfg.Registerer)
 	}
+	s.panics = promutil.Panics(cfg.Registerer).WithLabelValues("http")
+	s.testRoutes = cfg.testRoutes
 	s.handler = s.buildHandler()
 	return s
 }
@@ -172,7 +181,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, c *caller) error
 func (s *Server) buildHandler() http.Handler {
 	mux := http.NewServeMux()
 	var methods []string
-	for _, rt := range s.routes() {
+	for _, rt := range append(s.routes(), s.testRoutes...) {
 		if !slices.Contains(methods, rt.Method) {
 			methods = append(methods, rt.Method)
 		}
@@ -230,10 +239,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.writeError(sw, r, fmt.Errorf("panic: %v", v))
+				handlePanic(s.log, s.panics, sw, r, v, label, sw.code != 0)
 			}
 			s.metrics.observe(label, rt.Method, sw.status(), s.now().Sub(start))
 		}()

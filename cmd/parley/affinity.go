@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/url"
 	"strings"
-
-	"parley/ring"
 )
 
 // Workspace affinity: the URLs this node announces, the ring over the live
@@ -52,10 +50,9 @@ func validatePublicURL(raw string) error {
 	return nil
 }
 
-// startAffinity follows the live gateway nodes in a ring (rebuilt only when
-// they change, read through one atomic pointer).
-func (n *node) startAffinity() {
-	n.affinity = ring.Track(n.members)
+// warnLoopbackAnnounce warns when a clustered node announces a loopback
+// ws_url, which the other nodes' clients cannot reach.
+func (n *node) warnLoopbackAnnounce() {
 	if n.opts.PublicURL == "" && (n.opts.NATS != "" || n.opts.NATSCluster != "") {
 		if ip := net.ParseIP(hostOf(n.members.Self().WSURL)); ip != nil && ip.IsLoopback() {
 			n.log.Warn("this node announces a loopback ws_url to a cluster: set --public-url so that clients of the other nodes can reach it",
@@ -89,11 +86,4 @@ func (n *node) wsURLFor(workspaceID string) string {
 		return n.members.Self().WSURL
 	}
 	return ""
-}
-
-// stopAffinity stops following the membership.
-func (n *node) stopAffinity() {
-	if n.affinity != nil {
-		n.affinity.Close()
-	}
 }

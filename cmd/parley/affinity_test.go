@@ -77,8 +77,8 @@ func TestWSURLFor(t *testing.T) {
 	if got := n.wsURLFor("W1"); got != a.Self().WSURL {
 		t.Fatalf("without a ring: %s", got)
 	}
-	n.startAffinity()
-	defer n.stopAffinity()
+	n.affinity = ring.Track(a)
+	defer n.affinity.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for n.affinity.Ring().Len() != 2 {
 		if time.Now().After(deadline) {

@@ -100,7 +100,13 @@ func (o *serveOptions) validate() error {
 	}
 	if o.DB != "" {
 		u, err := url.Parse(o.DB)
-		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err // without the URL, which may hold a password
+		}
+		if err != nil {
+			return fmt.Errorf("--db is not a valid URL: %w", err)
+		}
+		if u.Scheme != "postgres" && u.Scheme != "postgresql" {
 			return errors.New("--db must be a postgres:// URL")
 		}
 	} else if o.DataDir == "" {

@@ -140,7 +140,8 @@ func TestRootHandler(t *testing.T) {
 			web["index.html"] = &fstest.MapFile{Data: []byte(`<!doctype html><div id="app"></div>`)}
 			web["assets/app-1234.js"] = &fstest.MapFile{Data: []byte("console.log(1)")}
 		}
-		h := rootHandler(api, web)
+		gw := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("gateway")) })
+		h := rootHandler(api, gw, web)
 		get := func(method, path string) *httptest.ResponseRecorder {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
@@ -167,6 +168,9 @@ func TestRootHandler(t *testing.T) {
 		}
 		if rec := get("GET", "/api/v1/me"); rec.Body.String() != "api /api/v1/me" {
 			t.Fatalf("/api/v1/ not routed to the API: %s", rec.Body)
+		}
+		if rec := get("GET", "/api/v1/gateway"); rec.Body.String() != "gateway" {
+			t.Fatalf("/api/v1/gateway not routed to the gateway: %s", rec.Body)
 		}
 		rec = get("GET", "/favicon.ico")
 		if rec.Code != 404 || rec.Header().Get("Content-Type") != "application/json" ||

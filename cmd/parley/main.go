@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -27,10 +28,34 @@ func execute(args []string, stdout, stderr io.Writer, lookupEnv func(string) (st
 	root := newRootCmd(stdout, stderr, lookupEnv)
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(stderr, "parley:", err)
+		fmt.Fprintln(stderr, "parley:", oneLine(err.Error()))
 		return 1
 	}
 	return 0
+}
+
+// oneLine puts an error message on one line: errors.Join and some drivers
+// (pgx lists each address it tried) break theirs over several, and a start-up
+// failure must read as a single line.
+func oneLine(msg string) string {
+	var b strings.Builder
+	prev := ""
+	for line := range strings.Lines(msg) {
+		line = strings.TrimSpace(line)
+		if line == "" || line == prev {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(prev, ":") {
+				b.WriteByte(' ')
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(line)
+		prev = line
+	}
+	return b.String()
 }
 
 func newRootCmd(stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) *cobra.Command {

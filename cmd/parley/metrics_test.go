@@ -196,14 +196,11 @@ func startInProcess(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := startNode(context.Background(), o, log)
-	if err != nil {
+	n := newNode(o, log)
+	t.Cleanup(func() { n.Close() })
+	if err := n.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	go n.api.Serve(n.apiLn)
-	go n.admin.Serve(n.adminLn)
-	n.ready.Store(true)
-	t.Cleanup(func() { n.shutdown() })
 	return n
 }
 

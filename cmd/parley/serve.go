@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"strconv"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"parley"
 	"parley/gateway"
 	"parley/httpapi"
+	"parley/internal/promutil"
 	"parley/liveconfig"
 	"parley/natsbus"
 	"parley/nodes"
@@ -74,63 +76,64 @@ func newServeCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 	return cmd
 }
 
-// node is one running Parley process: what serve started, in the order it
-// must be stopped.
+// node is one Parley process. Run opens its parts one after the other, in
+// the order the fields are listed, and starts serving; Close closes what was
+// opened, in reverse, whether Run got to the end or failed half way. A nil
+// field is a part that was never opened.
 type node struct {
-	opts  serveOptions
-	log   *slog.Logger
-	reg   *prometheus.Registry
+	opts serveOptions
+	log  *slog.Logger
+	reg  *prometheus.Registry
+
 	bus   *natsbus.Bus
 	store *sqlstore.Store
-	demo  *demoInfo // nil without --demo
+	// config is the live configuration: read by the store's writes,
+	// changed through the admin listener's /config (liveconfig). It exists
+	// before the store (which reads it); configFollowing says whether it
+	// was started.
+	config          *liveconfig.Manager
+	configFollowing bool
+	demo            *demoInfo // nil without --demo
+	// cache is the node's query cache (the Flannel role: the directory,
+	// /users/batch, the switcher, mention suggestions, channel headers and
+	// the gateway's just-in-time users, answered from memory).
+	cache *querycache.Cache
+
+	apiLn, adminLn net.Listener // adminLn is nil when the admin listener is off
 
 	// members is the cluster's live node list, this node included.
 	members *nodes.Members
-	// cache is the node's query cache (querycache.go).
-	cache *querycache.Cache
 	// affinity is the ring over the live gateway nodes (affinity.go).
 	affinity *ring.Tracker
-
-	// config is the live configuration: read by the store's writes,
-	// changed through the admin listener's /config (liveconfig).
-	config *liveconfig.Manager
-
-	// The WebSocket gateway (cmd/parley/gateway.go) and its presence.
-	gateway  *gateway.Gateway
+	// The WebSocket gateway (gateway.go) and its presence.
 	presence *presence.Tracker
+	gateway  *gateway.Gateway
 
-	api, admin     *http.Server
-	apiLn, adminLn net.Listener // adminLn is nil when the admin listener is off
+	api, admin *http.Server
+	// serving counts the Serve goroutines; failed receives the error of a
+	// listener that stopped on its own.
+	serving sync.WaitGroup
+	failed  chan error
 
-	// ready is true from the moment the listeners serve until shutdown
+	// ready is true from the moment the listeners serve until Close
 	// begins; /readyz reports it.
-	ready atomic.Bool
+	ready     atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
 }
 
-// serve runs a node until ctx ends (a signal) or a listener fails, then shuts
-// it down. It prints the node's address (and the demo logins) to stdout.
+func newNode(o serveOptions, log *slog.Logger) *node {
+	return &node{opts: o, log: log, failed: make(chan error, 2)}
+}
+
+// serve runs a node until ctx ends (a signal) or a listener fails, then
+// closes it. It prints the node's address (and the demo logins) to stdout.
 func serve(ctx context.Context, o serveOptions, stdout io.Writer, log *slog.Logger) error {
-	n, err := startNode(ctx, o, log)
-	if err != nil {
+	n := newNode(o, log)
+	if err := n.Run(ctx); err != nil {
+		n.Close()
 		return err
 	}
-	errc := make(chan error, 2)
-	var wg sync.WaitGroup
-	run := func(name string, srv *http.Server, ln net.Listener) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("%s listener: %w", name, err)
-			}
-		}()
-	}
-	run("api", n.api, n.apiLn)
-	if n.admin != nil {
-		run("admin", n.admin, n.adminLn)
-	}
-	n.ready.Store(true)
-
 	url := "http://" + displayAddr(n.apiLn.Addr()) + "/"
 	log.Info("parley started", "version", parley.Version, "url", url, "addr", n.apiLn.Addr().String(),
 		"store", string(n.store.Dialect()), "bus_embedded", n.bus.Embedded())
@@ -143,37 +146,34 @@ func serve(ctx context.Context, o serveOptions, stdout io.Writer, log *slog.Logg
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "reason", context.Cause(ctx))
-	case runErr = <-errc:
+	case runErr = <-n.failed:
 		log.Error("listener failed; shutting down", "err", runErr)
 	}
-	shutErr := n.shutdown()
-	wg.Wait()
-	if runErr != nil {
-		return runErr
+	if err := n.Close(); runErr == nil {
+		runErr = err
 	}
-	return shutErr
+	return runErr
 }
 
-// startNode opens the bus and the store, seeds the demo, and binds the
-// listeners. On error, whatever was started is stopped again.
-func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, err error) {
-	n = &node{opts: o, log: log, reg: newRegistry()}
+// Run opens the node's parts in order (the bus, the store, the live
+// configuration, the demo, the query cache, the listeners, the membership,
+// the affinity ring, presence and the gateway) and starts serving. It
+// returns the first failure; the caller then calls Close, which closes
+// whatever was opened.
+func (n *node) Run(ctx context.Context) (err error) {
+	o, log := n.opts, n.log
+	n.reg = newRegistry()
 	n.config = liveconfig.New(liveconfig.Options{Logger: log, Registerer: n.reg})
-	defer func() {
-		if err != nil {
-			n.closeBackends()
-		}
-	}()
 
 	bcfg := natsbus.Config{URL: o.NATS, Logger: log, Registerer: n.reg}
 	if o.NATSCluster != "" {
 		bcfg.ClusterListen, bcfg.Routes, bcfg.ClusterName = o.NATSCluster, o.NATSRoutes, o.NATSClusterName
 		bcfg.ServerName = "parley-" + o.NodeID // unique in the cluster
 	}
-	n.bus, err = natsbus.Start(bcfg)
-	if err != nil {
-		return nil, err
+	if n.bus, err = natsbus.Start(bcfg); err != nil {
+		return fmt.Errorf("start bus: %w", err)
 	}
+
 	scfg := sqlstore.Config{Publisher: n.bus, Logger: log, LiveConfig: n.config}
 	if o.DB != "" {
 		scfg.PostgresURL = o.DB
@@ -182,46 +182,29 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 		scfg.Path = o.sqlitePath()
 		log.Info("opening store", "dialect", "sqlite", "path", scfg.Path)
 	}
-	n.store, err = sqlstore.Open(ctx, scfg)
-	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+	if n.store, err = sqlstore.Open(ctx, scfg); err != nil {
+		return fmt.Errorf("open store: %w", err)
 	}
+
 	if err := n.config.Start(ctx, n.store, n.bus); err != nil {
-		return nil, err
+		return err // it says "live config: …"
 	}
+	n.configFollowing = true
+
 	if o.Demo {
-		n.demo, err = seedDemo(ctx, n.store, log)
-		if err != nil {
-			return nil, fmt.Errorf("seed demo: %w", err)
+		if n.demo, err = seedDemo(ctx, n.store, log); err != nil {
+			return fmt.Errorf("seed demo: %w", err)
 		}
 	}
 
-	api := httpapi.New(httpapi.Config{Store: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.startQueryCache()})
-	n.api = &http.Server{
-		Handler:           rootHandler(api.Handler(), webui.Dist()),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	if n.apiLn, err = net.Listen("tcp", o.Listen); err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", o.Listen, err)
+	n.cache = querycache.New(querycache.Config{Store: n.store, Bus: n.bus, Logger: log, Registerer: n.reg})
+
+	if n.apiLn, err = listen(o.Listen, "listen"); err != nil {
+		return err
 	}
 	if o.Admin != "" {
-		n.admin = &http.Server{
-			Handler:           n.adminHandler(),
-			ReadHeaderTimeout: readHeaderTimeout,
-			ReadTimeout:       readTimeout,
-			WriteTimeout:      adminWriteTimeout,
-			IdleTimeout:       idleTimeout,
-			MaxHeaderBytes:    maxHeaderBytes,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		}
-		if n.adminLn, err = net.Listen("tcp", o.Admin); err != nil {
-			n.apiLn.Close()
-			return nil, fmt.Errorf("listen on %s (admin): %w", o.Admin, err)
+		if n.adminLn, err = listen(o.Admin, "admin"); err != nil {
+			return err
 		}
 		addr := n.adminLn.Addr().(*net.TCPAddr)
 		log.Info("admin listening", "addr", addr.String(), "url", "http://"+displayAddr(addr)+"/")
@@ -241,56 +224,121 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 		Roles:  []string{"api", ring.GatewayRole},
 	}})
 	if err != nil {
-		return nil, fmt.Errorf("node announce: %w", err)
+		return fmt.Errorf("node announce: %w", err)
 	}
-	n.startAffinity()
-	if err := n.startGateway(); err != nil {
-		return nil, err
+	n.affinity = ring.Track(n.members)
+	n.warnLoopbackAnnounce()
+
+	if err := n.openGateway(); err != nil {
+		return err
 	}
-	return n, nil
+
+	panics := promutil.Panics(n.reg)
+	api := httpapi.New(httpapi.Config{Store: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache})
+	n.api = newHTTPServer(httpapi.Recover(log, panics, rootHandler(api.Handler(), n.gateway, webui.Dist())), writeTimeout, log)
+	n.serve("api", n.api, n.apiLn)
+	if n.adminLn != nil {
+		n.admin = newHTTPServer(httpapi.Recover(log, panics, n.adminHandler()), adminWriteTimeout, log)
+		n.serve("admin", n.admin, n.adminLn)
+	}
+	n.ready.Store(true)
+	return nil
 }
 
-// shutdown stops taking requests, lets those in flight finish (up to
-// shutdownTimeout), then closes the store and the bus. The admin listener
-// stays up until the end so that the drain can be watched.
-func (n *node) shutdown() error {
+// newHTTPServer is an http.Server with the node's limits.
+func newHTTPServer(h http.Handler, writeTimeout time.Duration, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// serve serves srv on ln until Close; a listener that stops on its own is
+// reported on n.failed.
+func (n *node) serve(name string, srv *http.Server, ln net.Listener) {
+	n.serving.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.failed <- fmt.Errorf("%s listener: %w", name, err)
+		}
+	})
+}
+
+// listen binds addr, the value of the flag named flag. A failure says which
+// flag and environment variable change the address: a port already taken
+// is the most common way a first start fails.
+func listen(addr, flag string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	// net's error repeats the address ("listen tcp 127.0.0.1:8080: bind:
+	// address already in use"); keep its cause only.
+	cause := err
+	var sys *os.SyscallError
+	if errors.As(err, &sys) {
+		cause = sys.Err
+	} else if op := (*net.OpError)(nil); errors.As(err, &op) {
+		cause = op.Err
+	}
+	hint := ""
+	if flag == "admin" {
+		hint = `; "off" turns it off`
+	}
+	return nil, fmt.Errorf("listen on %s: %w (change it with --%s or %s%s)", addr, cause, flag, envName(flag), hint)
+}
+
+// Close stops the node: it closes the parts Run opened in the reverse order,
+// skipping those it never got to, with two exceptions. Public traffic goes
+// first: the gateway tells its clients to reconnect elsewhere and drains
+// (its hijacked sockets are its own to close, http.Server.Shutdown does not
+// touch them), then the API lets the requests in flight finish, up to
+// shutdownTimeout, before the parts they use go. The admin listener goes
+// last, so that the drain can be watched. Close may be called more than
+// once; later calls return the first one's result.
+func (n *node) Close() error {
+	n.closeOnce.Do(func() { n.closeErr = n.close() })
+	return n.closeErr
+}
+
+func (n *node) close() error {
 	n.ready.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	var errs []error
-	if err := n.stopGateway(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	if err := n.api.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("api shutdown: %w", err))
-		n.api.Close()
-	}
-	errs = append(errs, n.closeBackends())
-	if n.admin != nil {
-		if err := n.admin.Shutdown(ctx); err != nil {
-			n.admin.Close()
+	if n.gateway != nil {
+		if err := n.gateway.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("gateway shutdown: %w", err))
 		}
 	}
-	err := errors.Join(errs...)
-	if err != nil {
-		n.log.Error("shutdown", "err", err)
-	} else {
-		n.log.Info("stopped")
+	if n.api != nil {
+		if err := n.api.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("api shutdown: %w", err))
+			n.api.Close()
+		}
+	} else if n.apiLn != nil {
+		n.apiLn.Close()
 	}
-	return err
-}
-
-// closeBackends closes the store, then the bus: the store publishes its last
-// commits to the bus as it stops. It is called once, by startNode's error
-// path or by shutdown; the fields stay set (the admin handlers read them).
-func (n *node) closeBackends() error {
-	var errs []error
-	n.stopAffinity()
-	n.stopQueryCache()
-	n.config.Stop()
+	if n.presence != nil {
+		n.presence.Close() // says goodbye on the bus
+	}
+	if n.affinity != nil {
+		n.affinity.Close()
+	}
 	if n.members != nil {
 		n.members.Close() // goodbye to the other nodes while the bus is up
 	}
+	if n.cache != nil {
+		n.cache.Close()
+	}
+	if n.configFollowing {
+		n.config.Stop()
+	}
+	// The store publishes its last commits to the bus as it stops.
 	if n.store != nil {
 		if err := n.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
@@ -301,7 +349,22 @@ func (n *node) closeBackends() error {
 			errs = append(errs, fmt.Errorf("close bus: %w", err))
 		}
 	}
-	return errors.Join(errs...)
+	if n.admin != nil {
+		if err := n.admin.Shutdown(ctx); err != nil {
+			n.admin.Close()
+		}
+	} else if n.adminLn != nil {
+		n.adminLn.Close()
+	}
+	n.serving.Wait()
+	err := errors.Join(errs...)
+	switch {
+	case err != nil:
+		n.log.Error("shutdown", "err", err)
+	case n.api != nil: // it ran; a failed start says why on its own
+		n.log.Info("stopped")
+	}
+	return err
 }
 
 // newRegistry returns the process's metrics registry with the Go runtime and

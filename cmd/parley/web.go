@@ -9,12 +9,14 @@ import (
 	"parley/webui"
 )
 
-// rootHandler serves the public listener: the API under /api/v1/ and the
-// web client (package webui) everywhere else, with a JSON 404 for files
-// that do not exist. web is the built client; webui.Dist() in the binary.
-func rootHandler(api http.Handler, web fs.FS) http.Handler {
+// rootHandler serves the public listener: the WebSocket gateway at
+// gatewayPath, the API under /api/v1/ and the web client (package webui)
+// everywhere else, with a JSON 404 for files that do not exist. web is the
+// built client; webui.Dist() in the binary.
+func rootHandler(api, gw http.Handler, web fs.FS) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/api/v1/", api)
+	mux.Handle(gatewayPath, gw)
 	mux.Handle("/", webui.New(web, webui.Options{
 		Version: parley.Version,
 		NotFound: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
