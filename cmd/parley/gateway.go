@@ -35,6 +35,7 @@ func (n *node) startGateway() error {
 		Registerer: n.reg,
 
 		AllowedOrigins:    n.opts.Origins,
+		TrustedProxies:    n.opts.proxies,
 		IdentifyRatePerIP: gateway.Rate{PerMinute: n.opts.IdentifyPerMin, Burst: identifyBurst(n.opts.IdentifyPerMin)},
 	})
 	if err != nil {

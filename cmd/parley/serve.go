@@ -196,7 +196,8 @@ func startNode(ctx context.Context, o serveOptions, log *slog.Logger) (n *node, 
 		}
 	}
 
-	api := httpapi.New(httpapi.Config{Store: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Cache: n.startQueryCache()})
+	api := httpapi.New(httpapi.Config{Store: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Cache: n.startQueryCache(),
+		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config})
 	n.api = &http.Server{
 		Handler:           rootHandler(api.Handler(), webui.Dist()),
 		ReadHeaderTimeout: readHeaderTimeout,
