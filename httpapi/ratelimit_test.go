@@ -80,7 +80,7 @@ func mustOK(t *testing.T, what string, r *response) {
 // address is unaffected, and the per-IP bucket holds users who share an
 // address.
 func TestTiersLimitPerUserAndPerIP(t *testing.T) {
-	tight := Rate{PerMinute: 60, Burst: 3}  // per user
+	tight := Rate{PerMinute: 60, Burst: 3}   // per user
 	tightIP := Rate{PerMinute: 60, Burst: 5} // per IP
 	for _, tc := range []struct {
 		tier Tier
