@@ -122,6 +122,9 @@ type LiveConfig struct {
 	// ChannelMentionMaxMembers: above this many members, @channel, @here
 	// and @everyone need a workspace admin (others get 403). 0: no cap.
 	ChannelMentionMaxMembers int `json:"channel_mention_max_members"`
+	// LiveRates are the API's rate limits (ratelimit.go); each defaults to
+	// the node's own setting.
+	LiveRates
 }
 
 // DefaultLiveConfig is the configuration of a new installation.

@@ -3,6 +3,7 @@ package auth
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPasswordRoundTrip(t *testing.T) {
@@ -44,5 +45,38 @@ func TestTokens(t *testing.T) {
 	tok2, _, _ := NewToken()
 	if tok2 == tok {
 		t.Fatal("two tokens are equal")
+	}
+}
+
+func TestDeviceToken(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	hash, err := HashPassword("correct horse battery staple")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := DeviceToken(hash, "U1", now)
+	year := 365 * 24 * time.Hour
+	if !VerifyDeviceToken(tok, hash, "U1", now.Add(time.Hour), year) {
+		t.Fatal("fresh token refused")
+	}
+	other, _ := HashPassword("correct horse battery staple")
+	flipped := []byte(tok)
+	if flipped[len(flipped)-1] != 'A' { // another base64 letter
+		flipped[len(flipped)-1] = 'A'
+	} else {
+		flipped[len(flipped)-1] = 'B'
+	}
+	for name, ok := range map[string]bool{
+		"other user":        VerifyDeviceToken(tok, hash, "U2", now, year),
+		"password changed":  VerifyDeviceToken(tok, other, "U1", now, year),
+		"expired":           VerifyDeviceToken(tok, hash, "U1", now.Add(year+time.Hour), year),
+		"from the future":   VerifyDeviceToken(tok, hash, "U1", now.Add(-time.Hour), year),
+		"truncated":         VerifyDeviceToken(tok[:len(tok)-2], hash, "U1", now, year),
+		"not base64":        VerifyDeviceToken("!!!", hash, "U1", now, year),
+		"flipped last char": VerifyDeviceToken(string(flipped), hash, "U1", now, year),
+	} {
+		if ok {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

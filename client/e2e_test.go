@@ -44,9 +44,7 @@ func newNode(t *testing.T, mutate func(*gateway.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlimited := httpapi.Rate{PerMinute: -1}
-	api := httpapi.New(httpapi.Config{Store: st, Directory: st.Directory(), Logger: quietLogger(),
-		SignupPerIP: unlimited, LoginPerIP: unlimited, LoginPerAccount: unlimited})
+	api := httpapi.New(httpapi.Config{Store: st, Directory: st.Directory(), Logger: quietLogger(), Rates: parley.LiveRatesOff()})
 	e := &env{t: t, store: st}
 	mux := http.NewServeMux()
 	mux.Handle("/", api.Handler())

@@ -2,14 +2,10 @@ package gateway
 
 import (
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // Protection at the door: the origin allowlist (checked before the
@@ -35,59 +31,10 @@ func (g *Gateway) originAllowed(r *http.Request) bool {
 	return err == nil && strings.EqualFold(u.Host, r.Host)
 }
 
-// clientIP is the address per-IP limits count against.
+// clientIP is the address per-IP limits count against: the HTTP API's
+// rule (package edge), so that both doors key a client alike.
 func (g *Gateway) clientIP(r *http.Request) string {
-	if g.cfg.TrustProxyHeaders {
-		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
-			parts := strings.Split(xff, ",")
-			if ip := strings.TrimSpace(parts[len(parts)-1]); ip != "" {
-				return ip
-			}
-		}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// ipLimiter is a token bucket per key, forgotten wholesale when too many
-// keys pile up (a bucket that is forgotten starts full again, which errs on
-// the side of letting clients in).
-type ipLimiter struct {
-	limit rate.Limit
-	burst int
-	off   bool
-
-	mu      sync.Mutex
-	buckets map[string]*rate.Limiter // guarded by mu
-}
-
-const maxLimiterKeys = 100_000
-
-func newIPLimiter(r Rate) *ipLimiter {
-	if r.PerMinute < 0 {
-		return &ipLimiter{off: true}
-	}
-	return &ipLimiter{limit: rate.Limit(r.PerMinute / 60), burst: r.Burst, buckets: map[string]*rate.Limiter{}}
-}
-
-func (l *ipLimiter) allow(key string, now time.Time) bool {
-	if l.off {
-		return true
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.buckets[key]
-	if b == nil {
-		if len(l.buckets) >= maxLimiterKeys {
-			clear(l.buckets)
-		}
-		b = rate.NewLimiter(l.limit, l.burst)
-		l.buckets[key] = b
-	}
-	return b.AllowN(now, 1)
+	return g.cfg.TrustedProxies.ClientIP(r)
 }
 
 // admit takes a slot for an identify or resume from ip. When the caller

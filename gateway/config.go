@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"parley"
+	"parley/internal/edge"
 )
 
 // Store is what the gateway reads from storage. *sqlstore.Store (any
@@ -63,12 +64,9 @@ type Presence interface {
 	Watch(userIDs []string, fn func(userID, status string)) (cancel func())
 }
 
-// Rate is a token bucket: PerMinute tokens a minute, at most Burst at once.
-// The zero Rate is the field's default; a negative PerMinute is no limit.
-type Rate struct {
-	PerMinute float64
-	Burst     int
-}
+// Rate is a token bucket (parley.Rate): the zero Rate is the field's
+// default; a negative PerMinute is no limit.
+type Rate = parley.Rate
 
 // Defaults for the zero values of Config.
 const (
@@ -144,9 +142,10 @@ type Config struct {
 	// IdentifyRatePerIP limits identify and resume attempts per client IP
 	// (default 120 a minute, burst 60); above it the socket is closed 4008.
 	IdentifyRatePerIP Rate
-	// TrustProxyHeaders takes the client IP from the last X-Forwarded-For
-	// address (one trusted proxy). Default: the connection's address.
-	TrustProxyHeaders bool
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
+	// believed, by the rule the HTTP API uses too (edge.Proxies.ClientIP).
+	// Default: none; the client IP is the connection's peer.
+	TrustedProxies edge.Proxies
 	// MaxConcurrentIdentifies caps identifies and resumes in progress on
 	// this node (default 64); excess ones are told reconnect{retry_after_ms}
 	// (with jitter) and closed 4008.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"parley"
+	"parley/internal/edge"
 )
 
 // signupBody returns a valid signup request for a new handle.
@@ -86,7 +87,7 @@ func TestLoginFailuresAreGeneric(t *testing.T) {
 }
 
 func TestLoginRateLimitPerAccount(t *testing.T) {
-	e := newEnv(t) // defaults: 5 per minute, burst 10, per account
+	e := newEnv(t) // defaults: 5 per minute, burst 10, per (account, IP)
 	a := mustAccount(t, e.store, "dan")
 	creds := map[string]string{"email": a.Email, "password": testPassword}
 	for range 10 { // successful attempts count too
@@ -112,7 +113,7 @@ func TestLoginRateLimitPerAccount(t *testing.T) {
 }
 
 func TestLoginRateLimitPerIP(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.LoginPerIP = Rate{PerMinute: 1, Burst: 3} })
+	e := newEnv(t, func(c *Config) { c.Rates.LoginIP = Rate{PerMinute: 1, Burst: 3} })
 	for range 3 {
 		e.must(http.StatusUnauthorized, "POST", "/auth/login", "", map[string]string{"email": "x-" + uniq() + "@example.com", "password": "guess"}, nil)
 	}
@@ -134,9 +135,9 @@ func TestForwardedForOnlyWhenTrusted(t *testing.T) {
 		res.Body.Close()
 		return res.StatusCode
 	}
-	limited := func(c *Config) { c.LoginPerIP = Rate{PerMinute: 1, Burst: 1} }
+	limited := func(c *Config) { c.Rates.LoginIP = Rate{PerMinute: 1, Burst: 1} }
 
-	trusted := newEnv(t, limited, func(c *Config) { c.TrustProxyHeaders = true })
+	trusted := newEnv(t, limited, func(c *Config) { c.TrustedProxies = edge.MustProxies("127.0.0.1", "::1") })
 	if got := login(trusted, "198.51.100.1"); got != http.StatusUnauthorized {
 		t.Fatalf("first login: %d", got)
 	}
@@ -155,7 +156,7 @@ func TestForwardedForOnlyWhenTrusted(t *testing.T) {
 }
 
 func TestSignupRateLimitPerIP(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.SignupPerIP = Rate{PerMinute: 1, Burst: 2} })
+	e := newEnv(t, func(c *Config) { c.Rates.SignupIP = Rate{PerMinute: 1, Burst: 2} })
 	// Invalid attempts count as well: they are cheap to send.
 	e.must(http.StatusBadRequest, "POST", "/auth/signup", "", map[string]string{"email": "bad"}, nil)
 	e.must(http.StatusCreated, "POST", "/auth/signup", "", signupBody("fay-"+uniq()), nil)

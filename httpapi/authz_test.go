@@ -411,9 +411,7 @@ func TestAuthzMatrix(t *testing.T) {
 			clk := newClock()
 			st := openStore(t, d, clk.Now)
 			e := newEnvWithStore(t, st, clk, func(c *Config) {
-				c.LoginPerAccount = Rate{PerMinute: -1}
-				c.LoginPerIP = Rate{PerMinute: -1}
-				c.SignupPerIP = Rate{PerMinute: -1}
+				c.Rates = parley.LiveRatesOff()
 			})
 			runMatrix(t, e, d)
 		})

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
 
 	"parley"
 )
@@ -30,6 +29,7 @@ func (s *Server) boot(w http.ResponseWriter, r *http.Request, c *caller) error {
 	}
 	b.WSURL = s.gatewayURL(r, b.Workspace.ID)
 	limits := s.limits
+	limits.RateLimits = s.rl.bootRates()
 	b.Limits = &limits
 	writeJSON(w, http.StatusOK, b)
 	return nil
@@ -44,33 +44,21 @@ func (s *Server) gatewayURL(r *http.Request, workspaceID string) string {
 		}
 	}
 	scheme := "ws"
-	if r.TLS != nil {
-		scheme = "wss"
-	} else if s.trustProxyHeaders && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+	if s.isHTTPS(r) {
 		scheme = "wss"
 	}
 	return scheme + "://" + r.Host + Prefix + "/gateway"
 }
 
-// bootLimits are the limits boot reports, from the server's settings.
-func bootLimits(cfg Config) parley.BootLimits {
-	rates := map[string]Rate{
-		"login_per_account": cfg.LoginPerAccount.orDefault(defaultLoginPerAccount),
-		"login_per_ip":      cfg.LoginPerIP.orDefault(defaultLoginPerIP),
-		"signup_per_ip":     cfg.SignupPerIP.orDefault(defaultSignupPerIP),
-	}
-	l := parley.BootLimits{
+// bootLimits are the limits boot reports, from the server's settings;
+// the rate limits are added per request (they follow the live
+// configuration).
+func bootLimits(Config) parley.BootLimits {
+	return parley.BootLimits{
 		MaxMessageChars:  parley.MaxMessageLen,
 		MaxBodyBytes:     MaxBodyBytes,
 		MaxPageSize:      parley.MaxLimit,
 		MaxGroupDMOthers: parley.MaxGroupDMOthers,
 		MaxBatchUsers:    parley.MaxBatchUsers,
-		RateLimits:       map[string]parley.RateLimit{},
 	}
-	for name, r := range rates {
-		if r.PerMinute > 0 { // negative: unlimited, nothing to respect
-			l.RateLimits[name] = parley.RateLimit{PerMinute: r.PerMinute, Burst: r.Burst}
-		}
-	}
-	return l
 }

@@ -65,7 +65,7 @@ func TestBootShape(t *testing.T) {
 	if want := "ws://" + strings.TrimPrefix(e.srv.URL, "http://") + "/api/v1/gateway"; b.WSURL != want {
 		t.Errorf("ws_url = %q, want %q", b.WSURL, want)
 	}
-	if b.Limits == nil || b.Limits.MaxMessageChars != parley.MaxMessageLen || b.Limits.RateLimits["login_per_account"].PerMinute != 5 {
+	if b.Limits == nil || b.Limits.MaxMessageChars != parley.MaxMessageLen || b.Limits.RateLimits["login_per_account_ip"].PerMinute != 5 || b.Limits.RateLimits["message_per_user"].PerMinute != 120 {
 		t.Errorf("limits = %+v", b.Limits)
 	}
 	if string(raw["prefs"]) != "{}" || b.Self.ID != tm.bob.ID || b.Self.Email != tm.bob.Email || b.Workspace.ID != tm.ws.ID {

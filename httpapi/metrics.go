@@ -13,6 +13,7 @@ import (
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	rejected *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -27,6 +28,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms … 16 s
 		}, []string{"route", "method"}),
 	}
+	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "parley_ratelimit_rejections_total",
+		Help: "API requests refused with 429 by a rate limit, by tier and by the key that ran out (user, ip, login_account, ...).",
+	}, []string{"tier", "key"})
+	m.rejected = register(reg, m.rejected)
 	m.requests = register(reg, m.requests)
 	m.duration = register(reg, m.duration)
 	return m
@@ -54,4 +60,12 @@ func (m *metrics) observe(route, method string, status int, d time.Duration) {
 	}
 	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(route, method).Observe(d.Seconds())
+}
+
+// rejectedVec is the rate-limit rejection counter, nil without metrics.
+func (m *metrics) rejectedVec() *prometheus.CounterVec {
+	if m == nil {
+		return nil
+	}
+	return m.rejected
 }

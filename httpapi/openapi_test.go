@@ -73,6 +73,9 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 				t.Errorf("%s %s: 401 not documented", method, path)
 			}
 		}
+		if _, ok := op.Responses["429"]; rt.Tier != TierRead && !ok {
+			t.Errorf("%s %s: in rate-limit tier %s, but 429 not documented", method, path, rt.Tier)
+		}
 	}
 	for path, ops := range doc.Paths {
 		for method := range ops {

@@ -50,9 +50,7 @@ func TestAuthzMatrixCached(t *testing.T) {
 	for _, d := range dialects {
 		t.Run(string(d), func(t *testing.T) {
 			e := newCachedEnv(t, d, func(c *Config) {
-				c.LoginPerAccount = Rate{PerMinute: -1}
-				c.LoginPerIP = Rate{PerMinute: -1}
-				c.SignupPerIP = Rate{PerMinute: -1}
+				c.Rates = parley.LiveRatesOff()
 			})
 			runMatrix(t, e, d)
 		})

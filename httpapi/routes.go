@@ -5,17 +5,24 @@ import "net/http"
 // Prefix is the path prefix of every route.
 const Prefix = "/api/v1"
 
-// route is one endpoint: the mux pattern, whether it needs a session, and a
-// one-line summary. The OpenAPI test and the authorization matrix test both
-// walk this table, so an endpoint cannot be added without being documented
-// and put through the matrix.
+// route is one endpoint: the mux pattern, whether it needs a session, its
+// rate-limit tier and a one-line summary. The OpenAPI test and the
+// authorization matrix test both walk this table, so an endpoint cannot be
+// added without being documented and put through the matrix.
 type route struct {
 	Method  string
 	Pattern string // with the /api/v1 prefix, ServeMux syntax
 	Auth    bool
+	// Tier is the route's rate-limit class (ratelimit.go): by default
+	// TierRead for GET and TierWrite for every other method, so that a new
+	// write is limited unless it says otherwise.
+	Tier    Tier
 	Summary string
 	Handle  handlerFunc
 }
+
+// in puts the route in tier t.
+func (rt route) in(t Tier) route { rt.Tier = t; return rt }
 
 // routes returns the route table.
 func (s *Server) routes() []route {
@@ -24,36 +31,40 @@ func (s *Server) routes() []route {
 		public, authed             = false, true
 	)
 	r := func(method, path string, auth bool, summary string, h handlerFunc) route {
-		return route{Method: method, Pattern: Prefix + path, Auth: auth, Summary: summary, Handle: h}
+		tier := TierWrite
+		if method == get {
+			tier = TierRead
+		}
+		return route{Method: method, Pattern: Prefix + path, Auth: auth, Tier: tier, Summary: summary, Handle: h}
 	}
 	return []route{
 		// Accounts and sessions.
-		r(post, "/auth/signup", public, "Create an account and a session", s.signup),
-		r(post, "/auth/login", public, "Log in and get a session token", s.login),
+		r(post, "/auth/signup", public, "Create an account and a session", s.signup).in(TierAuth),
+		r(post, "/auth/login", public, "Log in and get a session token", s.login).in(TierAuth),
 		r(post, "/auth/logout", authed, "Revoke the calling token", s.logout),
 		r(get, "/me", authed, "The caller's own user", s.getMe),
 		r(patch, "/me", authed, "Update the caller's profile", s.updateMe),
 		r(put, "/me/status", authed, "Set the caller's custom status", s.setStatus),
-		r(post, "/users/batch", authed, "Users by id, among those sharing a workspace with the caller", s.usersBatch),
+		r(post, "/users/batch", authed, "Users by id, among those sharing a workspace with the caller", s.usersBatch).in(TierRead),
 
 		// Workspaces.
-		r(post, "/workspaces", authed, "Create a workspace owned by the caller", s.createWorkspace),
+		r(post, "/workspaces", authed, "Create a workspace owned by the caller", s.createWorkspace).in(TierCreate),
 		r(get, "/workspaces", authed, "The caller's workspaces", s.listWorkspaces),
 		r(get, "/workspaces/{ws}", authed, "One workspace", s.getWorkspace),
-		r(post, "/workspaces/{ws}/invites", authed, "Create an invite code", s.createInvite),
-		r(post, "/invites/{code}/accept", authed, "Join a workspace with an invite code", s.acceptInvite),
+		r(post, "/workspaces/{ws}/invites", authed, "Create an invite code", s.createInvite).in(TierCreate),
+		r(post, "/invites/{code}/accept", authed, "Join a workspace with an invite code", s.acceptInvite).in(TierCreate),
 		r(put, "/workspaces/{ws}/members/{user_id}/role", authed, "Change a member's role", s.setMemberRole),
 		r(get, "/workspaces/{ws}/users", authed, "Page through the workspace directory", s.listWorkspaceUsers),
 		r(get, "/workspaces/{ws}/switcher", authed, "Quick switcher: channels and people matching what was typed", s.switcher),
-		r(get, "/workspaces/{ws}/search", authed, "Search the text of the messages the caller may read", s.search),
+		r(get, "/workspaces/{ws}/search", authed, "Search the text of the messages the caller may read", s.search).in(TierSearch),
 
 		// Boot.
-		r(post, "/boot", authed, "The first screen: the caller's channels and DMs with counts, ws_url, limits", s.boot),
+		r(post, "/boot", authed, "The first screen: the caller's channels and DMs with counts, ws_url, limits", s.boot).in(TierRead),
 
 		// Channels.
-		r(post, "/workspaces/{ws}/channels", authed, "Create a public or private channel", s.createChannel),
+		r(post, "/workspaces/{ws}/channels", authed, "Create a public or private channel", s.createChannel).in(TierCreate),
 		r(get, "/workspaces/{ws}/channels", authed, "Browse the workspace's channels the caller can see", s.listChannels),
-		r(post, "/dms", authed, "Open (or find) a DM or group DM", s.openDM),
+		r(post, "/dms", authed, "Open (or find) a DM or group DM", s.openDM).in(TierCreate),
 		r(get, "/channels/{id}", authed, "One channel", s.getChannel),
 		r(patch, "/channels/{id}", authed, "Rename a channel or change its topic or purpose", s.updateChannel),
 		r(post, "/channels/{id}/archive", authed, "Archive a channel", s.archiveChannel),
@@ -67,7 +78,7 @@ func (s *Server) routes() []route {
 		r(post, "/channels/{id}/read", authed, "Move the caller's read marker", s.markRead),
 
 		// Messages.
-		r(post, "/channels/{id}/messages", authed, "Post a message (idempotent per client_msg_id)", s.postMessage),
+		r(post, "/channels/{id}/messages", authed, "Post a message (idempotent per client_msg_id)", s.postMessage).in(TierMessage),
 		r(get, "/channels/{id}/messages", authed, "A page of channel history", s.listMessages),
 		r(get, "/channels/{id}/pins", authed, "A channel's pinned messages", s.listPins),
 		r(get, "/messages/{id}", authed, "One message", s.getMessage),
@@ -87,7 +98,7 @@ func (s *Server) routes() []route {
 
 		// Catch-up.
 		r(get, "/channels/{id}/events", authed, "A page of a channel's durable event log", s.listEvents),
-		r(post, "/sync", authed, "Missed events of many channels", s.sync),
+		r(post, "/sync", authed, "Missed events of many channels", s.sync).in(TierRead),
 
 		r(get, "/openapi.json", public, "This API's OpenAPI document", s.openAPI),
 	}

@@ -25,6 +25,7 @@ import (
 
 	"parley"
 	"parley/auth"
+	"parley/internal/edge"
 	"parley/internal/promutil"
 )
 
@@ -42,19 +43,18 @@ type Config struct {
 	Now func() time.Time
 	// SessionTTL is how long a login's token lives (default 30 days).
 	SessionTTL time.Duration
-	// TrustProxyHeaders makes per-IP limits use the last address of
-	// X-Forwarded-For, as appended by one trusted reverse proxy. Default
-	// false: the connection's RemoteAddr.
-	TrustProxyHeaders bool
-	// LoginPerAccount limits login attempts per email, successful or not
-	// (default 5 per minute, burst 10).
-	LoginPerAccount Rate
-	// LoginPerIP limits login attempts per client IP (default 20 per
-	// minute, burst 40).
-	LoginPerIP Rate
-	// SignupPerIP limits signups per client IP (default 10 per minute,
-	// burst 20).
-	SignupPerIP Rate
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed (edge.Proxies.ClientIP has the rule).
+	// Default: none; per-IP limits key on the connection's peer.
+	TrustedProxies edge.Proxies
+	// Rates are this node's rate limits (ratelimit.go); each zero field is
+	// DefaultRates' value. The live configuration overrides them field by
+	// field.
+	Rates parley.LiveRates
+	// Live is the live configuration, read on every limited request so
+	// that a change of its rate_* settings applies without a restart. Nil:
+	// Rates alone.
+	Live parley.LiveConfigSource
 	// WSURL returns the gateway URL that boot hands out for a workspace
 	// (the node the affinity ring picks). Nil: the request's own host with
 	// /api/v1/gateway.
@@ -69,13 +69,9 @@ type Config struct {
 	testRoutes []route
 }
 
-// Rate is a token bucket: PerMinute tokens a minute, at most Burst at once.
-// The zero Rate means the field's default; a negative PerMinute means no
-// limit.
-type Rate struct {
-	PerMinute float64
-	Burst     int
-}
+// Rate is a token bucket (parley.Rate): the zero Rate is the default, a
+// negative PerMinute no limit.
+type Rate = parley.Rate
 
 // Default limits and sizes.
 const (
@@ -84,33 +80,14 @@ const (
 	MaxBodyBytes = 1 << 20
 )
 
-var (
-	defaultLoginPerAccount = Rate{PerMinute: 5, Burst: 10}
-	defaultLoginPerIP      = Rate{PerMinute: 20, Burst: 40}
-	defaultSignupPerIP     = Rate{PerMinute: 10, Burst: 20}
-)
-
-func (r Rate) orDefault(d Rate) Rate {
-	if r.PerMinute == 0 {
-		return d
-	}
-	if r.Burst <= 0 {
-		r.Burst = 1
-	}
-	return r
-}
-
 // Server serves the API. Create it with New; it is safe for concurrent use.
 type Server struct {
-	store             parley.Store
-	log               *slog.Logger
-	now               func() time.Time
-	sessionTTL        time.Duration
-	trustProxyHeaders bool
-
-	loginAccount *keyedLimiter
-	loginIP      *keyedLimiter
-	signupIP     *keyedLimiter
+	store      parley.Store
+	log        *slog.Logger
+	now        func() time.Time
+	sessionTTL time.Duration
+	proxies    edge.Proxies
+	rl         *limiters
 
 	wsURL  func(workspaceID string) string // nil: the request's host
 	dir    parley.DirectoryQueries
@@ -134,11 +111,11 @@ func New(cfg Config) *Server {
 		panic("httpapi: Config.Directory is required")
 	}
 	s := &Server{
-		store:             cfg.Store,
-		log:               cfg.Logger,
-		now:               cfg.Now,
-		sessionTTL:        cfg.SessionTTL,
-		trustProxyHeaders: cfg.TrustProxyHeaders,
+		store:      cfg.Store,
+		log:        cfg.Logger,
+		now:        cfg.Now,
+		sessionTTL: cfg.SessionTTL,
+		proxies:    cfg.TrustedProxies,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -149,15 +126,13 @@ func New(cfg Config) *Server {
 	if s.sessionTTL <= 0 {
 		s.sessionTTL = DefaultSessionTTL
 	}
-	s.loginAccount = newKeyedLimiter(cfg.LoginPerAccount.orDefault(defaultLoginPerAccount), maxLimiterKeys)
-	s.loginIP = newKeyedLimiter(cfg.LoginPerIP.orDefault(defaultLoginPerIP), maxLimiterKeys)
-	s.signupIP = newKeyedLimiter(cfg.SignupPerIP.orDefault(defaultSignupPerIP), maxLimiterKeys)
 	s.wsURL, s.dir, s.limits = cfg.WSURL, cfg.Directory, bootLimits(cfg)
 	if cfg.Registerer != nil {
 		s.metrics = newMetrics(cfg.Registerer)
 	}
 	s.panics = promutil.Panics(cfg.Registerer).WithLabelValues("http")
 	s.testRoutes = cfg.testRoutes
+	s.rl = newLimiters(cfg, s.metrics.rejectedVec())
 	s.handler = s.buildHandler()
 	return s
 }
@@ -230,8 +205,9 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, mux *http.Ser
 }
 
 // wrap turns a route into an http.Handler: metrics, panic recovery,
-// authentication (before anything else, including body parsing), the body
-// size limit, then the route's handler and its error.
+// authentication (before anything else, including body parsing), the
+// route's rate-limit tier, the body size limit, then the route's handler
+// and its error.
 func (s *Server) wrap(rt route) http.Handler {
 	label := rt.Pattern
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -247,6 +223,10 @@ func (s *Server) wrap(rt route) http.Handler {
 		if rt.Auth {
 			var err error
 			if c, err = s.authenticate(r); err != nil {
+				s.writeError(sw, r, err)
+				return
+			}
+			if err := s.rl.checkTier(start, rt.Tier, c.UserID, s.clientIP(r)); err != nil {
 				s.writeError(sw, r, err)
 				return
 			}
@@ -329,22 +309,8 @@ func (w *statusWriter) status() int {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// clientIP is the address per-IP limits key on.
-func (s *Server) clientIP(r *http.Request) string {
-	if s.trustProxyHeaders {
-		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
-			parts := strings.Split(xff[len(xff)-1], ",")
-			if ip := strings.TrimSpace(parts[len(parts)-1]); ip != "" {
-				return ip
-			}
-		}
-	}
-	host := r.RemoteAddr
-	if i := strings.LastIndexByte(host, ':'); i >= 0 {
-		host = host[:i]
-	}
-	return strings.Trim(host, "[]")
-}
+// clientIP is the address per-IP limits key on (edge has the rule).
+func (s *Server) clientIP(r *http.Request) string { return s.proxies.ClientIP(r) }
 
 // retryAfter carries a Retry-After delay with a 429 or 503 error.
 type retryAfter struct {

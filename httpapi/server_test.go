@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -231,51 +229,4 @@ func TestMetrics(t *testing.T) {
 	}
 	// A second server on the same registry shares the collectors.
 	New(Config{Store: e.store, Directory: storeDirectory(t, e.store), Registerer: reg})
-}
-
-func TestKeyedLimiterEvictsIdleKeys(t *testing.T) {
-	k := newKeyedLimiter(Rate{PerMinute: 60, Burst: 2}, 1000)
-	now := time.Unix(1_000_000, 0)
-	for i := range 500 {
-		if wait, _ := k.reserve(fmt.Sprint("ip-", i), now); wait != 0 {
-			t.Fatalf("first reserve of a key waited %v", wait)
-		}
-	}
-	if k.size() != 500 {
-		t.Fatalf("size %d, want 500", k.size())
-	}
-	// Two seconds later every bucket is full again: the next sweep drops
-	// them all but the key being used.
-	now = now.Add(sweepEvery + 2*time.Second)
-	k.reserve("fresh", now)
-	if k.size() != 1 {
-		t.Errorf("after sweep size %d, want 1", k.size())
-	}
-	// The cap holds even for a flood of keys in one instant.
-	small := newKeyedLimiter(Rate{PerMinute: 1, Burst: 1}, 10)
-	for i := range 100 {
-		small.reserve(fmt.Sprint("k", i), now)
-	}
-	if small.size() > 10 {
-		t.Errorf("size %d over the cap of 10", small.size())
-	}
-}
-
-func TestLimiterAllOrNothing(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	a := newKeyedLimiter(Rate{PerMinute: 60, Burst: 3}, 100)
-	b := newKeyedLimiter(Rate{PerMinute: 60, Burst: 1}, 100)
-	if err := allow(now, limitCheck{a, "x"}, limitCheck{b, "y"}); err != nil {
-		t.Fatal(err)
-	}
-	// b refuses; a's token must be given back.
-	for range 5 {
-		err := allow(now, limitCheck{a, "x"}, limitCheck{b, "y"})
-		if parley.ErrorCode(err) != parley.ERATELIMITED {
-			t.Fatalf("got %v, want rate limited", err)
-		}
-	}
-	if wait, _ := a.reserve("x", now); wait != 0 {
-		t.Errorf("a lost tokens to refused requests")
-	}
 }

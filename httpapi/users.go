@@ -8,6 +8,7 @@ import (
 
 	"parley"
 	"parley/auth"
+	"parley/internal/edge"
 )
 
 // authResponse is the answer of signup and login.
@@ -28,7 +29,7 @@ var dummyHash = sync.OnceValue(func() string {
 })
 
 func (s *Server) signup(w http.ResponseWriter, r *http.Request, _ *caller) error {
-	if err := allow(s.now(), limitCheck{s.signupIP, s.clientIP(r)}); err != nil {
+	if err := s.rl.allow(s.now(), TierAuth, limitCheck{s.rl.signupIP, edge.IPKey(s.clientIP(r)), "signup_ip"}); err != nil {
 		return err
 	}
 	var in struct {
@@ -69,6 +70,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request, _ *caller) error
 	if err != nil {
 		return err
 	}
+	s.setDeviceCookie(w, r, u, hash)
 	writeJSON(w, http.StatusCreated, authResponse{User: u, Token: token})
 	return nil
 }
@@ -88,14 +90,17 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *caller) error 
 	if err != nil {
 		email = strings.ToLower(strings.TrimSpace(in.Email))
 	}
-	// Every attempt counts, successful or not: the limit bounds guessing.
-	if err := allow(s.now(),
-		limitCheck{s.loginIP, s.clientIP(r)},
-		limitCheck{s.loginAccount, email},
-	); err != nil {
+	// Every attempt counts, successful or not: the limits bound guessing
+	// (login.go).
+	cred, err := s.loginLimits(r, email)
+	if err != nil {
 		return err
 	}
-	u, hash, err := s.store.UserCredentials(r.Context(), email)
+	if cred == nil {
+		u, hash, err := s.store.UserCredentials(r.Context(), email)
+		cred = &credentials{u, hash, err}
+	}
+	u, hash, err := cred.user, cred.hash, cred.err
 	switch parley.ErrorCode(err) {
 	case "":
 	case parley.ENOTFOUND, parley.EINVALID:
@@ -115,6 +120,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *caller) error 
 	if err != nil {
 		return err
 	}
+	s.setDeviceCookie(w, r, u, hash)
 	writeJSON(w, http.StatusOK, authResponse{User: u, Token: token})
 	return nil
 }

@@ -37,7 +37,12 @@ func (m *Manager) Handler() http.Handler {
 		dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&p); err != nil {
-			writeError(w, parley.Errorf(parley.EINVALID, "bad configuration body: %v", err))
+			msg := err.Error()
+			var pe *parley.Error
+			if errors.As(err, &pe) { // a value's own check, e.g. a rate's text
+				msg = pe.Message
+			}
+			writeError(w, parley.Errorf(parley.EINVALID, "bad configuration body: %s", msg))
 			return
 		}
 		ch, err := m.Update(r.Context(), p, dry)

@@ -174,6 +174,44 @@ func (m *Manager) set(c parley.LiveConfig) {
 type Patch struct {
 	CollapsedThreads         *bool `json:"collapsed_threads,omitempty"`
 	ChannelMentionMaxMembers *int  `json:"channel_mention_max_members,omitempty"`
+	RatePatch
+}
+
+// RatePatch holds the rate limits of a change: each a text such as
+// "60/min,burst=30", "off", or "default" (the node's own setting); a text
+// that is none of these is refused while decoding (EINVALID).
+type RatePatch struct {
+	RateMessageUser    *parley.Rate `json:"rate_message_user,omitempty"`
+	RateMessageIP      *parley.Rate `json:"rate_message_ip,omitempty"`
+	RateWriteUser      *parley.Rate `json:"rate_write_user,omitempty"`
+	RateWriteIP        *parley.Rate `json:"rate_write_ip,omitempty"`
+	RateCreateUser     *parley.Rate `json:"rate_create_user,omitempty"`
+	RateCreateIP       *parley.Rate `json:"rate_create_ip,omitempty"`
+	RateSearchUser     *parley.Rate `json:"rate_search_user,omitempty"`
+	RateSearchIP       *parley.Rate `json:"rate_search_ip,omitempty"`
+	RateLoginAccountIP *parley.Rate `json:"rate_login_account_ip,omitempty"`
+	RateLoginAccount   *parley.Rate `json:"rate_login_account,omitempty"`
+	RateLoginIP        *parley.Rate `json:"rate_login_ip,omitempty"`
+	RateSignupIP       *parley.Rate `json:"rate_signup_ip,omitempty"`
+}
+
+// apply sets r's fields that p gives.
+func (p RatePatch) apply(r *parley.LiveRates) {
+	for _, f := range []struct {
+		from *parley.Rate
+		to   *parley.Rate
+	}{
+		{p.RateMessageUser, &r.MessageUser}, {p.RateMessageIP, &r.MessageIP},
+		{p.RateWriteUser, &r.WriteUser}, {p.RateWriteIP, &r.WriteIP},
+		{p.RateCreateUser, &r.CreateUser}, {p.RateCreateIP, &r.CreateIP},
+		{p.RateSearchUser, &r.SearchUser}, {p.RateSearchIP, &r.SearchIP},
+		{p.RateLoginAccountIP, &r.LoginAccountIP}, {p.RateLoginAccount, &r.LoginAccount},
+		{p.RateLoginIP, &r.LoginIP}, {p.RateSignupIP, &r.SignupIP},
+	} {
+		if f.from != nil {
+			*f.to = *f.from
+		}
+	}
 }
 
 // Apply returns c with p's fields set, or EINVALID for a value out of
@@ -188,6 +226,7 @@ func (p Patch) Apply(c parley.LiveConfig) (parley.LiveConfig, error) {
 		}
 		c.ChannelMentionMaxMembers = *p.ChannelMentionMaxMembers
 	}
+	p.RatePatch.apply(&c.LiveRates)
 	return c, nil
 }
 

@@ -203,3 +203,55 @@ parley_config_collapsed_threads 0
 		t.Fatal(err)
 	}
 }
+
+// TestRateSettings: the rate limits are live settings like the others:
+// shown as text, changed by their text, reset with "default", and a text
+// that is no rate is 400 and changes nothing.
+func TestRateSettings(t *testing.T) {
+	s, b := openStore(t), startBus(t)
+	m := startManager(t, s, b, liveconfig.Options{Refresh: -1})
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	put := func(body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("PUT", srv.URL+"/config", strings.NewReader(body))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(raw)
+	}
+	res, err := http.Get(srv.URL + "/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown map[string]any
+	json.NewDecoder(res.Body).Decode(&shown)
+	res.Body.Close()
+	if shown["rate_message_user"] != "default" || shown["rate_login_account"] != "default" {
+		t.Fatalf("GET /config does not show the rate settings: %v", shown)
+	}
+	if code, body := put(`{"rate_message_user": "30/min,burst=5", "rate_search_ip": "off"}`); code != 200 {
+		t.Fatalf("PUT: %d %s", code, body)
+	}
+	c := m.LiveConfig()
+	if c.MessageUser != (parley.Rate{PerMinute: 30, Burst: 5}) || c.SearchIP != parley.RateOff {
+		t.Fatalf("after PUT: %+v", c.LiveRates)
+	}
+	if stored, _ := s.LoadLiveConfig(context.Background()); stored != c {
+		t.Fatalf("stored %+v, live %+v", stored, c)
+	}
+	for _, bad := range []string{`{"rate_message_user": "fast"}`, `{"rate_message_user": "0/min"}`, `{"rate_message_user": 5}`} {
+		if code, body := put(bad); code != 400 || !strings.Contains(body, parley.EINVALID) {
+			t.Errorf("PUT %s: %d %s", bad, code, body)
+		}
+	}
+	if code, body := put(`{"rate_message_user": "default"}`); code != 200 {
+		t.Fatalf("reset: %d %s", code, body)
+	}
+	if got := m.LiveConfig().MessageUser; !got.IsDefault() {
+		t.Errorf("after reset: %v", got)
+	}
+}

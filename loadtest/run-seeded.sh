@@ -26,7 +26,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 ulimit -n "$(ulimit -Hn)"
 "$bin" seed --data "$dir" --users "$users" --channels "$channels" --out "$dir/seed.json" --log-level warn
-"$bin" serve --data "$dir" --listen "127.0.0.1:$port" --admin off --identify-rate 10000000 --log-level warn >"$dir/serve.log" 2>&1 &
+"$bin" serve --data "$dir" --listen "127.0.0.1:$port" --admin off --identify-rate 10000000 --rate-message-ip off --rate-write-ip off --rate-create-ip off --rate-search-ip off --log-level warn >"$dir/serve.log" 2>&1 &
 pid=$!
 i=0
 until grep -q "Parley is running at" "$dir/serve.log" 2>/dev/null; do

@@ -38,6 +38,8 @@ type serveOptions struct {
 	Origins        []string // origins browsers may open the gateway from; empty: the server's own host
 	PublicURL      string   // base URL others reach this node's API at; empty: from the bound --listen address
 	IdentifyPerMin float64  // identify/resume attempts per client IP per minute; 0: the gateway's default
+
+	limitOptions // --trusted-proxies, --rate-* (limits.go)
 }
 
 // envPrefix starts the environment twin of every flag: --log-level is
@@ -64,6 +66,7 @@ func (o *serveOptions) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Origins, "origins", nil, `comma-separated origins (scheme://host[:port]) browsers may open the gateway from; "*" allows any (default: the server's own host)`)
 	fs.StringVar(&o.PublicURL, "public-url", "", "base URL (http[s]://host[:port][/prefix]) at which clients and other nodes reach this node's API; the node announces it and its ws[s]:// gateway URL (default: from the bound --listen address)")
 	fs.Float64Var(&o.IdentifyPerMin, "identify-rate", 0, "identify and resume attempts allowed per client IP per minute (default 120; raise it for load tests from one address)")
+	o.registerLimits(fs)
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " [$" + envName(f.Name) + "]"
 	})
@@ -116,6 +119,9 @@ func (o *serveOptions) validate() error {
 		return errors.New("--identify-rate must not be negative")
 	}
 	if err := validatePublicURL(o.PublicURL); err != nil {
+		return err
+	}
+	if err := o.validateLimits(); err != nil {
 		return err
 	}
 	if _, err := parseLevel(o.LogLevel); err != nil {

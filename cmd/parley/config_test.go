@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"parley"
+	"parley/httpapi"
 	"parley/nodes"
 )
 
@@ -222,5 +224,40 @@ func TestDefaultNodeID(t *testing.T) {
 	host, _, _ = strings.Cut(strings.ToLower(host), ".")
 	if prefix, _, _ := strings.Cut(a, "-"); host != "" && !strings.HasPrefix(host, prefix) {
 		t.Fatalf("default id %q does not start with the host name %q", a, host)
+	}
+}
+
+// TestLimitFlags: --trusted-proxies and every --rate-* flag have their
+// PARLEY_* twins, start at httpapi's defaults, and refuse bad values.
+func TestLimitFlags(t *testing.T) {
+	o, err := parse(t, nil, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Rates != httpapi.DefaultRates || !o.proxies.Empty() {
+		t.Fatalf("defaults: %+v, proxies %v", o.Rates, o.proxies)
+	}
+	o, err = parse(t, []string{"--rate-search-user", "off"}, map[string]string{
+		"PARLEY_TRUSTED_PROXIES":    "10.0.0.0/8,127.0.0.1",
+		"PARLEY_RATE_MESSAGE_USER":  "30/min,burst=10",
+		"PARLEY_RATE_LOGIN_ACCOUNT": "10/min",
+		"PARLEY_RATE_SEARCH_USER":   "1/min", // the flag wins
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.proxies.String() != "10.0.0.0/8,127.0.0.1/32" || o.Rates.MessageUser != (parley.Rate{PerMinute: 30, Burst: 10}) ||
+		o.Rates.LoginAccount != (parley.Rate{PerMinute: 10, Burst: 10}) || o.Rates.SearchUser != parley.RateOff ||
+		o.Rates.WriteUser != httpapi.DefaultRates.WriteUser {
+		t.Fatalf("from flags and env: %+v, proxies %v", o.Rates, o.proxies)
+	}
+	for _, env := range []map[string]string{
+		{"PARLEY_TRUSTED_PROXIES": "proxy.internal"},
+		{"PARLEY_RATE_WRITE_IP": "lots"},
+		{"PARLEY_RATE_WRITE_IP": "default"},
+	} {
+		if _, err := parse(t, nil, env); err == nil {
+			t.Errorf("%v accepted", env)
+		}
 	}
 }

@@ -30,7 +30,12 @@ listener. Changes take effect on every node within moments, without a restart.
 
 Settings:
   collapsed_threads            true|false  replies count in their thread (default true)
-  channel_mention_max_members  n           above n members, @channel/@here need an admin (0: no cap)`,
+  channel_mention_max_members  n           above n members, @channel/@here need an admin (0: no cap)
+  rate_<tier>_user, rate_<tier>_ip         API rate limits, tier message|write|create|search:
+                                           "N/min", "N/min,burst=B", "off" or "default"
+  rate_login_account_ip, rate_login_account, rate_login_ip, rate_signup_ip
+                                           login and signup limits, same form
+  (docs/security.md lists every limit and its default)`,
 	}
 	cmd.PersistentFlags().StringVar(&admin, "admin", admin, "address of a node's admin listener ($PARLEY_ADMIN)")
 

@@ -34,6 +34,7 @@ func (n *node) openGateway() error {
 		Registerer: n.reg,
 
 		AllowedOrigins:    n.opts.Origins,
+		TrustedProxies:    n.opts.proxies,
 		IdentifyRatePerIP: gateway.Rate{PerMinute: n.opts.IdentifyPerMin, Burst: identifyBurst(n.opts.IdentifyPerMin)},
 	})
 	if err != nil {
