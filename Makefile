@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer loadtest lint
+.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer loadtest lint fuzz
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -45,6 +45,20 @@ e2e: web
 	else \
 		cd web && PARLEY_CHROMIUM="$(CHROMIUM)" PARLEY_E2E_SKIP_WEB_BUILD=1 npx playwright test -c e2e/playwright.config.ts; \
 	fi
+
+## fuzz: every Go fuzz target of the module (as `go test -list` names them,
+## in the packages whose tests declare one), FUZZTIME each (default 10s).
+## Crashers land in the package's testdata/fuzz/<Target>/: commit them as
+## seeds with the fix.
+FUZZTIME ?= 10s
+fuzz:
+	@set -e; $(GO) list -f '{{.ImportPath}} {{.Dir}}' ./... | while read -r pkg dir; do \
+		grep -qs '^func Fuzz' "$$dir"/*_test.go || continue; \
+		for target in $$($(GO) test -list '^Fuzz' "$$pkg" | grep '^Fuzz'); do \
+			echo "fuzz: $$pkg $$target for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+		done; \
+	done
 
 ## bench: the store benchmarks
 bench:

@@ -15,6 +15,7 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -173,8 +174,29 @@ func (s *Server) buildHandler() http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Cache-Control", "no-store")
 		h.Set("Referrer-Policy", "no-referrer")
+		if !canonicalPath(r.URL.Path) {
+			// ServeMux would answer 307 to the cleaned path, and a client
+			// following it keeps the method: DELETE .../reactions/.. (an
+			// emoji of "..") would delete the message itself.
+			writeJSON(w, http.StatusBadRequest, errorBody(parley.EINVALID, "the path has '.' or '..' segments or an empty one"))
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// canonicalPath reports whether p is already clean (no ".", ".." or empty
+// segments; a trailing slash is kept), the form ServeMux routes without a
+// redirect.
+func canonicalPath(p string) bool {
+	if p == "" {
+		return true
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 // unmatched answers a request no route takes: 405 with Allow when the path

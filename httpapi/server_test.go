@@ -230,3 +230,24 @@ func TestMetrics(t *testing.T) {
 	// A second server on the same registry shares the collectors.
 	New(Config{Store: e.store, Directory: storeDirectory(t, e.store), Registerer: reg})
 }
+
+// A path with "." or ".." segments is refused, not redirected: ServeMux's
+// 307 to the cleaned path keeps the method, so DELETE on the reaction ".."
+// used to delete the message itself.
+func TestNonCanonicalPathRefused(t *testing.T) {
+	e := newEnv(t)
+	u := mustAccount(t, e.store, "ann")
+	ws := mustWorkspace(t, e.store, u)
+	ch := mustChannel(t, e.store, ws, u, parley.KindPublic)
+	m := mustPost(t, e.store, u, ch, "keep me")
+	for _, p := range []string{"/messages/" + m.ID + "/reactions/..", "/messages/" + m.ID + "/reactions/.", "/messages/" + m.ID + "//reactions/x"} {
+		r := e.call(http.MethodDelete, p, u.Token, nil)
+		if r.Status != http.StatusBadRequest || r.errCode() != parley.EINVALID {
+			t.Errorf("DELETE %s: status %d, body %s; want 400 bad_request", p, r.Status, r.Body)
+		}
+	}
+	if got, err := e.store.GetMessage(context.Background(), u.ID, m.ID); err != nil || got.Text != "keep me" {
+		t.Fatalf("message after the requests: %+v, %v", got, err)
+	}
+	e.must(http.StatusOK, http.MethodGet, "/channels/"+ch.ID+"/messages", u.Token, nil, nil)
+}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
+	"strings"
 
 	"parley"
+	"parley/httpapi"
 	"parley/webui"
 )
 
@@ -23,7 +25,17 @@ func rootHandler(api, gw http.Handler, web fs.FS) http.Handler {
 			writeJSONError(w, http.StatusNotFound, parley.ENOTFOUND, "no such endpoint")
 		}),
 	}))
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// API paths go to the API as sent: this mux would answer a path
+		// with "." or ".." segments with a 307 to the cleaned path, which
+		// keeps the method (DELETE …/reactions/.. would delete the
+		// message). The API refuses such paths itself.
+		if strings.HasPrefix(r.URL.Path, httpapi.Prefix+"/") {
+			api.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // writeJSONError writes an error in the API's shape:
