@@ -30,7 +30,7 @@ func rootHandler(api, gw http.Handler, web fs.FS) http.Handler {
 		// with "." or ".." segments with a 307 to the cleaned path, which
 		// keeps the method (DELETE …/reactions/.. would delete the
 		// message). The API refuses such paths itself.
-		if strings.HasPrefix(r.URL.Path, httpapi.Prefix+"/") {
+		if strings.HasPrefix(r.URL.Path, httpapi.Prefix+"/") && r.URL.Path != gatewayPath {
 			api.ServeHTTP(w, r)
 			return
 		}
