@@ -19,6 +19,7 @@ var statusByCode = map[string]int{
 	parley.EFORBIDDEN:    http.StatusForbidden,
 	parley.ENOTFOUND:     http.StatusNotFound,
 	parley.ECONFLICT:     http.StatusConflict,
+	parley.ELIMIT:        http.StatusConflict,
 	parley.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	parley.ERATELIMITED:  http.StatusTooManyRequests,
 	parley.EUNAVAILABLE:  http.StatusServiceUnavailable,

@@ -64,6 +64,9 @@ func (s *Store) CreateInvite(ctx context.Context, actor, workspaceID string, p p
 		case p.ExpiresInS > 0:
 			ttl = time.Duration(p.ExpiresInS) * time.Second
 		}
+		if err := s.checkInviteCap(ctx, tx, workspaceID); err != nil {
+			return err
+		}
 		code, err := newInviteCode()
 		if err != nil {
 			return err
