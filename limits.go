@@ -17,7 +17,8 @@ type Caps struct {
 	// everyone); group DMs have their own fixed bound, MaxGroupDMOthers.
 	PrivateChannelMembers int
 	// ChannelsPerWorkspace bounds the active (not archived) public and
-	// private channels of one workspace (default 10,000). DMs do not count.
+	// private channels of one workspace (default 20,000, room for the seed
+	// tool's 10,000 and more). DMs do not count.
 	ChannelsPerWorkspace int
 	// InvitesPerWorkspace bounds the outstanding invites of one workspace:
 	// those neither expired nor used up (default 1,000).
@@ -29,7 +30,7 @@ const (
 	DefaultReactionsPerMessage   = 50
 	DefaultPinsPerChannel        = 100
 	DefaultPrivateChannelMembers = 1000
-	DefaultChannelsPerWorkspace  = 10000
+	DefaultChannelsPerWorkspace  = 20000
 	DefaultInvitesPerWorkspace   = 1000
 )
 
