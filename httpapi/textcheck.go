@@ -149,16 +149,17 @@ func countReplacements(raw []byte) int {
 // surrogate: the only ways valid UTF-8 JSON can decode to a bad string. A
 // false alarm (an escaped backslash before "u0000") only costs the walk.
 func suspectEscape(body []byte) bool {
-	for i := 0; i+6 <= len(body); i++ {
-		if body[i] != '\\' || body[i+1] != 'u' {
-			continue
+	for {
+		i := bytes.Index(body, []byte(`\u`))
+		if i < 0 || i+6 > len(body) {
+			return false
 		}
 		h := body[i+2 : i+6]
 		if string(h) == "0000" || ((h[0] == 'd' || h[0] == 'D') && strings.IndexByte("89abcdefABCDEF", h[1]) >= 0) {
 			return true
 		}
+		body = body[i+2:]
 	}
-	return false
 }
 
 // checkQuery reports the first query parameter, name or value, that holds

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -150,5 +151,34 @@ func TestBadTextHonestReplacement(t *testing.T) {
 		if err := checkJSONText([]byte(body)); err != nil {
 			t.Errorf("%s: %v", body, err)
 		}
+	}
+}
+
+// BenchmarkCheckJSONText measures the check on well-formed bodies (the
+// common case: one pass, no walk) and on a body that needs the walk.
+func BenchmarkCheckJSONText(b *testing.B) {
+	for _, c := range []struct{ name, body string }{
+		{"message", `{"text":"Shipping the release notes now, see the thread 🚀","client_msg_id":"c-0123456789"}`},
+		{"long", `{"text":"` + strings.Repeat("héllo wörld ", 3000) + `"}`},
+		{"walk", `{"text":"fine","ids":["a","b","c\u0000"]}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			body := []byte(c.body)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				checkJSONText(body)
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeMessage is the decode the check rides on, for scale.
+func BenchmarkDecodeMessage(b *testing.B) {
+	body := []byte(`{"text":"` + strings.Repeat("héllo wörld ", 3000) + `"}`)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		var m parley.NewMessage
+		json.Unmarshal(body, &m)
 	}
 }
