@@ -8,15 +8,16 @@ import (
 // Error codes. They are part of the client contract (PROTOCOL.md): the HTTP
 // layer maps each to one status in a single table.
 const (
-	EINVALID      = "bad_request"  // 400
-	EUNAUTHORIZED = "unauthorized" // 401
-	EFORBIDDEN    = "forbidden"    // 403
-	ENOTFOUND     = "not_found"    // 404
-	ECONFLICT     = "conflict"     // 409
-	ETOOLARGE     = "too_large"    // 413
-	ERATELIMITED  = "rate_limited" // 429
-	EUNAVAILABLE  = "unavailable"  // 503
-	EINTERNAL     = "internal"     // 500
+	EINVALID      = "bad_request"   // 400
+	EUNAUTHORIZED = "unauthorized"  // 401
+	EFORBIDDEN    = "forbidden"     // 403
+	ENOTFOUND     = "not_found"     // 404
+	ECONFLICT     = "conflict"      // 409
+	ELIMIT        = "limit_reached" // 409: a cap on how many of something (Caps)
+	ETOOLARGE     = "too_large"     // 413
+	ERATELIMITED  = "rate_limited"  // 429
+	EUNAVAILABLE  = "unavailable"   // 503
+	EINTERNAL     = "internal"      // 500
 )
 
 // Error is an error that carries a code meant for clients and a message a

@@ -36,6 +36,21 @@ var (
 
 func invalid(format string, args ...any) error { return Errorf(EINVALID, format, args...) }
 
+// CheckText rejects a string no store can hold alike: PostgreSQL's text
+// refuses NUL and invalid UTF-8 (an internal error) where SQLite would keep
+// them. The HTTP API checks every string of a request this way before any
+// handler runs; the validators below apply it too, for the other callers of
+// a store (the gateway, seed and demo tools). field names the input.
+func CheckText(field, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return invalid("%s must not contain NUL characters", field)
+	}
+	if !utf8.ValidString(s) {
+		return invalid("%s must be valid UTF-8", field)
+	}
+	return nil
+}
+
 // ValidatePassword checks a new password's length.
 func ValidatePassword(p string) error {
 	if n := utf8.RuneCountInString(p); n < MinPasswordLen || n > MaxPasswordLen {
@@ -76,6 +91,9 @@ func ValidateSlug(s string) error {
 // ValidateName checks a display or workspace name: not blank, at most
 // MaxNameLen characters.
 func ValidateName(what, n string) error {
+	if err := CheckText(what, n); err != nil {
+		return err
+	}
 	if strings.TrimSpace(n) == "" {
 		return invalid("%s is required", what)
 	}
@@ -95,6 +113,9 @@ func ValidateChannelName(n string) error {
 
 // ValidateText checks a bounded free-text field.
 func ValidateText(what, s string, max int) error {
+	if err := CheckText(what, s); err != nil {
+		return err
+	}
 	if utf8.RuneCountInString(s) > max {
 		return invalid("%s must be at most %d characters", what, max)
 	}
@@ -104,8 +125,8 @@ func ValidateText(what, s string, max int) error {
 // ValidateMessageText checks a message's text: not blank, valid UTF-8, and at
 // most MaxMessageLen characters (413 above).
 func ValidateMessageText(s string) error {
-	if !utf8.ValidString(s) {
-		return invalid("text must be valid UTF-8")
+	if err := CheckText("text", s); err != nil {
+		return err
 	}
 	if strings.TrimSpace(s) == "" {
 		return invalid("text is required")
@@ -134,6 +155,9 @@ func ValidateAvatarHash(h string) error {
 
 // ValidateClientMsgID checks a client message id (optional).
 func ValidateClientMsgID(id string) error {
+	if err := CheckText("client_msg_id", id); err != nil {
+		return err
+	}
 	if len(id) > MaxClientMsgID {
 		return invalid("client_msg_id must be at most %d bytes", MaxClientMsgID)
 	}

@@ -34,6 +34,12 @@ func (c *conn) identify(f *inFrame) {
 		c.authFailed("identify", parley.Errorf(parley.ENOTFOUND, "workspace_id is required"))
 		return
 	}
+	// An id no row can hold names no workspace (PostgreSQL would refuse
+	// it as an internal error).
+	if err := parley.CheckText("workspace_id", f.WorkspaceID); err != nil {
+		c.authFailed("identify", err)
+		return
+	}
 	if _, err := g.store.GetWorkspace(ctx, login.UserID, f.WorkspaceID); err != nil {
 		c.authFailed("identify", err)
 		return

@@ -14,7 +14,10 @@ import (
 // channel's other members.
 func (c *conn) typing(s *session, f *inFrame) {
 	g := c.g
-	if f.ChannelID == "" {
+	// Ids that no store row can hold name nothing; the thread id would
+	// otherwise be fanned out to every member as it came.
+	if f.ChannelID == "" || parley.CheckText("channel_id", f.ChannelID) != nil ||
+		parley.CheckText("thread_root_id", f.ThreadRootID) != nil {
 		return
 	}
 	now := g.now()

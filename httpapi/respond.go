@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -18,6 +19,7 @@ var statusByCode = map[string]int{
 	parley.EFORBIDDEN:    http.StatusForbidden,
 	parley.ENOTFOUND:     http.StatusNotFound,
 	parley.ECONFLICT:     http.StatusConflict,
+	parley.ELIMIT:        http.StatusConflict,
 	parley.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	parley.ERATELIMITED:  http.StatusTooManyRequests,
 	parley.EUNAVAILABLE:  http.StatusServiceUnavailable,
@@ -94,15 +96,20 @@ func noContent(w http.ResponseWriter) error {
 }
 
 // decode reads one JSON value from the body into v. Unknown fields are
-// ignored; malformed JSON, wrong types and trailing data are 400; a body over
-// MaxBodyBytes is 413. An empty body is 400 unless optional.
+// ignored; malformed JSON, wrong types, trailing data and strings holding
+// NUL or invalid UTF-8 (checkJSONText) are 400; a body over MaxBodyBytes is
+// 413. An empty body is 400 unless optional.
 func decode(r *http.Request, v any, optional bool) error {
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(v); err != nil {
-		switch {
-		case isMaxBytes(err):
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		if isMaxBytes(err) {
 			return err
-		case errors.Is(err, io.EOF):
+		}
+		return parley.Errorf(parley.EINVALID, "read request body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
 			if optional {
 				return nil
 			}
@@ -115,12 +122,9 @@ func decode(r *http.Request, v any, optional bool) error {
 		return parley.Errorf(parley.EINVALID, "malformed JSON body: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if isMaxBytes(err) {
-			return err
-		}
 		return parley.Errorf(parley.EINVALID, "unexpected data after the JSON body")
 	}
-	return nil
+	return checkJSONText(body)
 }
 
 func isMaxBytes(err error) bool {

@@ -260,6 +260,10 @@ func (s *Server) wrap(rt route) http.Handler {
 			s.writeError(sw, r, parley.Errorf(parley.ENOTFOUND, "not found"))
 			return
 		}
+		if err := checkQuery(r); err != nil {
+			s.writeError(sw, r, err)
+			return
+		}
 		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
 		if err := rt.Handle(sw, r, c); err != nil {
 			s.writeError(sw, r, err)

@@ -164,6 +164,14 @@ func TestDirectoryMatchesStore(t *testing.T) {
 	}
 	_, err = n.cache.Directory(bg(t), owner.ID, ws.ID, parley.UserQuery{Cursor: "!!"})
 	wantCode(t, err, parley.EINVALID)
+	// A cursor decoding to bytes no text column holds is refused as the
+	// store refuses it.
+	for _, key := range []string{"a\x00", "\xff"} {
+		_, err = n.cache.Directory(bg(t), owner.ID, ws.ID, parley.UserQuery{Cursor: encodeCursor(key)})
+		wantCode(t, err, parley.EINVALID)
+		_, err = n.store.ListWorkspaceUsers(bg(t), owner.ID, ws.ID, parley.UserQuery{Cursor: encodeCursor(key)})
+		wantCode(t, err, parley.EINVALID)
+	}
 }
 
 // TestUsersBatchMatchesStore: the same users as the store's UsersBatch, and

@@ -28,6 +28,9 @@ func (s *Store) CreateChannel(ctx context.Context, actor, workspaceID string, nc
 		if err := validateNewChannel(nc); err != nil {
 			return err
 		}
+		if err := s.checkChannelCap(ctx, tx, workspaceID); err != nil {
+			return err
+		}
 		if err := checkNameFree(ctx, tx, workspaceID, nc.Name, ""); err != nil {
 			return err
 		}

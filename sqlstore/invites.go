@@ -53,12 +53,19 @@ func (s *Store) CreateInvite(ctx context.Context, actor, workspaceID string, p p
 		if p.MaxUses < 0 {
 			return parley.Errorf(parley.EINVALID, "max_uses must not be negative")
 		}
-		ttl := time.Duration(p.ExpiresInS) * time.Second
+		// The range is checked on the client's number, before it is
+		// multiplied into a Duration: 2^40 seconds would overflow into an
+		// invite that expired long ago.
+		maxS := int(maxInviteTTL / time.Second)
+		ttl := parley.DefaultInviteTTL
 		switch {
-		case p.ExpiresInS == 0:
-			ttl = parley.DefaultInviteTTL
-		case p.ExpiresInS < 0 || ttl > maxInviteTTL:
-			return parley.Errorf(parley.EINVALID, "expires_in_s must be between 1 and %d", int(maxInviteTTL/time.Second))
+		case p.ExpiresInS < 0 || p.ExpiresInS > maxS:
+			return parley.Errorf(parley.EINVALID, "expires_in_s must be between 1 and %d", maxS)
+		case p.ExpiresInS > 0:
+			ttl = time.Duration(p.ExpiresInS) * time.Second
+		}
+		if err := s.checkInviteCap(ctx, tx, workspaceID); err != nil {
+			return err
 		}
 		code, err := newInviteCode()
 		if err != nil {

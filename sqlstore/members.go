@@ -99,13 +99,19 @@ func (s *Store) AddMembers(ctx context.Context, actor, channelID string, userIDs
 		if err := checkWorkspaceUsers(ctx, tx, ch.WorkspaceID, ids); err != nil {
 			return err
 		}
+		grew := false
 		for _, u := range ids {
 			added, err := tx.addMember(ctx, ch, u, actor)
 			if err != nil {
 				return err
 			}
 			if added {
-				ch.UpdatedAt = tx.now
+				ch.UpdatedAt, grew = tx.now, true
+			}
+		}
+		if grew {
+			if err := s.checkMemberCap(ch); err != nil {
+				return err
 			}
 		}
 		out = ch

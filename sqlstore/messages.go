@@ -38,6 +38,9 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 	if err := parley.ValidateClientMsgID(nm.ClientMsgID); err != nil {
 		return nil, false, err
 	}
+	if err := parley.CheckText("thread_root_id", nm.ThreadRootID); err != nil {
+		return nil, false, err
+	}
 	var (
 		msg     *parley.Message
 		created bool

@@ -29,7 +29,11 @@ func (s *Store) pin(ctx context.Context, actor, messageID string, pin bool) (*pa
 		query = `INSERT INTO pins (workspace_id, message_id, channel_id, pinned_by, pinned_at)
 			VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
 	}
-	return s.markMessage(ctx, actor, messageID, op, typ, func(m *parley.Message, now time.Time) (string, []any) {
+	var guard func(context.Context, *Tx, *parley.Message) error
+	if pin {
+		guard = s.checkPinCap
+	}
+	return s.markMessage(ctx, actor, messageID, op, typ, guard, func(m *parley.Message, now time.Time) (string, []any) {
 		args := []any{m.WorkspaceID, m.ID}
 		if pin {
 			args = append(args, m.ChannelID, actor, micros(now))

@@ -34,7 +34,13 @@ func (s *Store) react(ctx context.Context, actor, messageID, emoji string, add b
 		query = `INSERT INTO reactions (workspace_id, message_id, emoji, user_id, created_at)
 			VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
 	}
-	return s.markMessage(ctx, actor, messageID, op, typ, func(m *parley.Message, now time.Time) (string, []any) {
+	var guard func(context.Context, *Tx, *parley.Message) error
+	if add {
+		guard = func(ctx context.Context, tx *Tx, m *parley.Message) error {
+			return s.checkReactionCap(ctx, tx, m, emoji)
+		}
+	}
+	return s.markMessage(ctx, actor, messageID, op, typ, guard, func(m *parley.Message, now time.Time) (string, []any) {
 		args := []any{m.WorkspaceID, m.ID, emoji, actor}
 		if add {
 			args = append(args, micros(now))
@@ -49,8 +55,10 @@ func (s *Store) react(ctx context.Context, actor, messageID, emoji string, add b
 // sets or clears a mark on a live message of an active channel. The
 // statement stmt builds is idempotent (an insert that ignores conflicts, or
 // a delete); only when it changed a row is the event of type typ, built by
-// data, appended. It returns the message as actor sees it.
+// data, appended. guard, if not nil, may refuse the change first (a cap),
+// with the message row locked. It returns the message as actor sees it.
 func (s *Store) markMessage(ctx context.Context, actor, messageID, op, typ string,
+	guard func(context.Context, *Tx, *parley.Message) error,
 	stmt func(m *parley.Message, now time.Time) (string, []any), data func(m *parley.Message, seq int64) any) (*parley.Message, error) {
 	var out *parley.Message
 	err := s.writeMessage(ctx, op, messageID, func(ctx context.Context, tx *Tx) error {
@@ -64,6 +72,11 @@ func (s *Store) markMessage(ctx context.Context, actor, messageID, op, typ strin
 		}
 		if err := a.requireActive(); err != nil {
 			return err
+		}
+		if guard != nil {
+			if err := guard(ctx, tx, m); err != nil {
+				return err
+			}
 		}
 		query, args := stmt(m, tx.now)
 		res, err := tx.ExecContext(ctx, query, args...)

@@ -42,3 +42,23 @@ func mustOpen(tb testing.TB, cfg sqlstore.Config) *sqlstore.Store {
 
 func TestSQLite(t *testing.T)   { storetest.Run(t, openSQLite) }
 func TestPostgres(t *testing.T) { storetest.Run(t, openPostgres) }
+
+func TestSQLiteCaps(t *testing.T) {
+	storetest.RunCaps(t, func(tb testing.TB, caps parley.Caps) parley.Store {
+		return mustOpen(tb, sqlstore.Config{Path: filepath.Join(tb.TempDir(), "parley.db"), Caps: caps})
+	})
+}
+
+func TestPostgresCaps(t *testing.T) {
+	storetest.RunCaps(t, func(tb testing.TB, caps parley.Caps) parley.Store {
+		return mustOpen(tb, sqlstore.Config{PostgresURL: testpg.New(tb), Caps: caps})
+	})
+}
+
+// TestPostgresCapsNoLanes races the caps without group-commit lanes: every
+// write its own transaction, so only the row locks keep the counts exact.
+func TestPostgresCapsNoLanes(t *testing.T) {
+	storetest.RunCaps(t, func(tb testing.TB, caps parley.Caps) parley.Store {
+		return mustOpen(tb, sqlstore.Config{PostgresURL: testpg.New(tb), Caps: caps, WriteLanes: -1})
+	})
+}

@@ -55,6 +55,9 @@ type Config struct {
 	// @channel member cap), read once per write that depends on it. Nil:
 	// parley.DefaultLiveConfig().
 	LiveConfig parley.LiveConfigSource
+	// Caps bounds reactions, pins, private channel members, channels and
+	// outstanding invites (parley.Caps; zero fields take the defaults).
+	Caps parley.Caps
 }
 
 // Dialect names the database behind a Store.
@@ -77,14 +80,15 @@ type Store struct {
 	log     *slog.Logger
 	now     func() time.Time
 	liveCfg parley.LiveConfigSource
-	terms   termStats // PostgreSQL's word frequencies for search plans (searchstats.go)
+	caps    parley.Caps // with defaults filled in (caps.go)
+	terms   termStats   // PostgreSQL's word frequencies for search plans (searchstats.go)
 }
 
 var _ parley.Store = (*Store)(nil)
 
 // Open opens (and migrates) the database named by cfg.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	s := &Store{pub: cfg.Publisher, log: cfg.Logger, now: cfg.Now, liveCfg: cfg.LiveConfig}
+	s := &Store{pub: cfg.Publisher, log: cfg.Logger, now: cfg.Now, liveCfg: cfg.LiveConfig, caps: cfg.Caps.WithDefaults()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
