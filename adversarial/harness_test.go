@@ -60,9 +60,8 @@ func newNode(t *testing.T, d sqlstore.Dialect) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlimited := httpapi.Rate{PerMinute: -1}
-	server := httpapi.New(httpapi.Config{Store: st, Logger: quietLogger(), Registerer: reg,
-		SignupPerIP: unlimited, LoginPerIP: unlimited, LoginPerAccount: unlimited})
+	server := httpapi.New(httpapi.Config{Store: st, Directory: st.Directory(), Logger: quietLogger(), Registerer: reg,
+		Rates: parley.LiveRatesOff()})
 	// As cmd/parley routes: the gateway's path to the gateway, the rest to
 	// the API as sent (no ServeMux in front to clean paths).
 	api := server.Handler()

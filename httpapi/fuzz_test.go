@@ -24,8 +24,7 @@ import (
 // testdata/fuzz/FuzzRequestBody.
 func FuzzRequestBody(f *testing.F) {
 	e := newEnv(f, func(c *Config) {
-		unlimited := Rate{PerMinute: -1}
-		c.SignupPerIP, c.LoginPerIP, c.LoginPerAccount = unlimited, unlimited, unlimited
+		c.Rates = parley.LiveRatesOff()
 	})
 	var withBody []route
 	for _, rt := range e.api.routes() {
