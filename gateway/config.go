@@ -101,6 +101,10 @@ type Config struct {
 	// that a session gets each such user's object with the first message
 	// that references them (just-in-time users, jit.go); the query cache
 	// implements it. Nil: messages go out without users.
+	//
+	// It also decides whose presence a session may watch: presence_sub
+	// keeps only the members of the session's workspace (visibility.go).
+	// Nil: the store's WorkspaceUsers, when it has one, else nobody.
 	Users UserDirectory
 	// Presence receives connects, disconnects and activity, and answers
 	// presence_sub. Nil: presence is not tracked and presence_sub is

@@ -130,13 +130,14 @@ func (c *conn) focus(s *session, f *inFrame) {
 	c.g.presenceActivity(s)
 }
 
-// presenceSub replaces the users whose presence the session wants.
+// presenceSub replaces the users whose presence the session wants: those
+// of them it may see (visibility.go).
 func (c *conn) presenceSub(s *session, f *inFrame) {
 	ids := f.UserIDs
 	if len(ids) > maxPresenceUsers {
 		ids = ids[:maxPresenceUsers]
 	}
-	c.g.watchPresence(s, append([]string(nil), ids...))
+	c.g.watchPresence(s, c.g.visibleUsers(s, ids))
 	c.g.presenceActivity(s)
 }
 

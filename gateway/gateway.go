@@ -22,6 +22,7 @@ type Gateway struct {
 	store    Store
 	bus      Bus
 	presence Presence
+	users    userLookup // who a session may see (visibility.go); nil: nobody
 	now      func() time.Time
 	metrics  *metrics
 
@@ -72,6 +73,7 @@ func newGateway(cfg Config) (*Gateway, error) {
 		store:         cfg.Store,
 		bus:           cfg.Bus,
 		presence:      cfg.Presence,
+		users:         newUserLookup(&cfg),
 		now:           cfg.Now,
 		metrics:       newMetrics(cfg.Registerer),
 		seed:          maphash.MakeSeed(),

@@ -20,6 +20,7 @@ type metrics struct {
 	slowCloses       prometheus.Counter
 	sessionFills     prometheus.Counter
 	typingDropped    prometheus.Counter
+	presenceHidden   prometheus.Counter
 	fanout           prometheus.Histogram
 	queueDepth       prometheus.Histogram
 }
@@ -50,6 +51,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "parley_gateway_session_catchups_total", Help: "Reads of a channel log to bring one session up to the node's stream."}),
 		typingDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_gateway_typing_dropped_total", Help: "Typing ops dropped by the per-user, per-channel throttle or for non-members."}),
+		presenceHidden: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_presence_hidden_total", Help: "User ids dropped from presence_sub because the session may not see them (not in its workspace), or could not be checked."}),
 		fanout: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "parley_gateway_fanout_seconds",
 			Help:    "From an event's receipt off the bus to its being queued to a partition's sessions.",
@@ -63,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.connections, m.sessions, m.subscriptions, m.identifies, m.resumes, m.closes, m.handovers,
-			m.deliveries, m.droppedEphemeral, m.slowCloses, m.sessionFills, m.typingDropped, m.fanout, m.queueDepth)
+			m.deliveries, m.droppedEphemeral, m.slowCloses, m.sessionFills, m.typingDropped, m.presenceHidden, m.fanout, m.queueDepth)
 	}
 	return m
 }
