@@ -80,6 +80,8 @@ const (
 	DefaultIdentifyTimeout         = 10 * time.Second
 	DefaultMaxFrameBytes           = 16 << 10
 	DefaultMaxConcurrentIdentifies = 64
+	DefaultIdentifyQueue           = 512
+	DefaultIdentifyQueueWait       = time.Second
 	DefaultTypingInterval          = 3 * time.Second
 	DefaultWriteHighWater          = 256 << 10
 	DefaultCloseGrace              = time.Second
@@ -152,9 +154,17 @@ type Config struct {
 	// address (one trusted proxy). Default: the connection's address.
 	TrustProxyHeaders bool
 	// MaxConcurrentIdentifies caps identifies and resumes in progress on
-	// this node (default 64); excess ones are told reconnect{retry_after_ms}
-	// (with jitter) and closed 4008.
+	// this node (default 64). Past it they wait in the admission queue;
+	// those that find the queue full, or wait longer than IdentifyQueueWait,
+	// are told reconnect{retry_after_ms} (with jitter) and closed 4008.
 	MaxConcurrentIdentifies int
+	// IdentifyQueue bounds the identifies and resumes waiting for a slot
+	// (default 512); negative: no queue (fail fast when the slots are
+	// taken).
+	IdentifyQueue int
+	// IdentifyQueueWait is the longest an identify or resume waits for a
+	// slot (default 1 s).
+	IdentifyQueueWait time.Duration
 	// TypingInterval is the least time between two typing events of one
 	// user in one channel (default 3 s); more are dropped.
 	TypingInterval time.Duration
@@ -215,6 +225,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxConcurrentIdentifies <= 0 {
 		c.MaxConcurrentIdentifies = DefaultMaxConcurrentIdentifies
+	}
+	if c.IdentifyQueue == 0 {
+		c.IdentifyQueue = DefaultIdentifyQueue
+	}
+	if c.IdentifyQueueWait == 0 {
+		c.IdentifyQueueWait = DefaultIdentifyQueueWait
 	}
 	if c.TypingInterval <= 0 {
 		c.TypingInterval = DefaultTypingInterval

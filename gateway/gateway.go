@@ -32,7 +32,7 @@ type Gateway struct {
 	registry      *registry
 	tr            *transport // nil without sockets (benchmarks)
 	identifyRate  *ipLimiter
-	identifySlots chan struct{}
+	identifyQueue *admission
 	typing        *typingLimiter
 	jit           *jitUsers
 	stopHandover  func() error
@@ -79,7 +79,7 @@ func newGateway(cfg Config) (*Gateway, error) {
 		seed:          maphash.MakeSeed(),
 		registry:      newRegistry(),
 		identifyRate:  newIPLimiter(cfg.IdentifyRatePerIP),
-		identifySlots: make(chan struct{}, cfg.MaxConcurrentIdentifies),
+		identifyQueue: newAdmission(cfg.MaxConcurrentIdentifies, cfg.IdentifyQueue, cfg.IdentifyQueueWait),
 		typing:        newTypingLimiter(cfg.TypingInterval),
 		jit:           newJITUsers(cfg.Users, cfg.Logger.With("component", "gateway", "node_id", cfg.NodeID), cfg.Registerer),
 		stop:          make(chan struct{}),
