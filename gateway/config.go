@@ -89,6 +89,13 @@ const (
 
 var defaultIdentifyRate = Rate{PerMinute: 120, Burst: 60}
 
+// defaultInboundRate is far above what a real client sends: the web client
+// sends a heartbeat every heartbeat_ms, focus and presence_sub when the
+// view changes, and typing at most every 3 s per channel; holding a key
+// down in the channel switcher (30 views a second, two frames each) runs
+// for seconds before the burst is spent.
+var defaultInboundRate = Rate{PerMinute: 1200, Burst: 200}
+
 // Config is what a Gateway needs. Store and Bus are required; every other
 // zero value is the documented default.
 type Config struct {
@@ -150,6 +157,12 @@ type Config struct {
 	// IdentifyRatePerIP limits identify and resume attempts per client IP
 	// (default 120 a minute, burst 60); above it the socket is closed 4008.
 	IdentifyRatePerIP Rate
+	// InboundRate limits the frames one connection may send, every op
+	// counted (default 1,200 a minute, burst 200), on top of which two
+	// heartbeats per HeartbeatInterval are always allowed. A connection
+	// over it is sent reconnect{"reason":"rate_limited"} and closed 4008
+	// (resumable). A negative PerMinute is no limit.
+	InboundRate Rate
 	// TrustProxyHeaders takes the client IP from the last X-Forwarded-For
 	// address (one trusted proxy). Default: the connection's address.
 	TrustProxyHeaders bool
@@ -222,6 +235,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.IdentifyRatePerIP.Burst <= 0 {
 		c.IdentifyRatePerIP.Burst = 1
+	}
+	if c.InboundRate.PerMinute == 0 {
+		c.InboundRate = defaultInboundRate
+	}
+	if c.InboundRate.Burst <= 0 {
+		c.InboundRate.Burst = defaultInboundRate.Burst
 	}
 	if c.MaxConcurrentIdentifies <= 0 {
 		c.MaxConcurrentIdentifies = DefaultMaxConcurrentIdentifies

@@ -128,7 +128,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return
 	}
-	c := &conn{g: g, ip: g.clientIP(r)}
+	c := &conn{g: g, ip: g.clientIP(r), inbound: g.newInboundLimiter()}
 	c.helloMu.Lock()
 	c.timer = time.AfterFunc(g.cfg.IdentifyTimeout, func() {
 		c.helloMu.Lock() // orders this after the upgrade's writes

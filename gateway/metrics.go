@@ -21,6 +21,7 @@ type metrics struct {
 	sessionFills     prometheus.Counter
 	typingDropped    prometheus.Counter
 	presenceHidden   prometheus.Counter
+	floodCloses      prometheus.Counter
 
 	admissionWaiting  prometheus.Gauge
 	admissionWait     *prometheus.HistogramVec
@@ -57,6 +58,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "parley_gateway_typing_dropped_total", Help: "Typing ops dropped by the per-user, per-channel throttle or for non-members."}),
 		presenceHidden: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_gateway_presence_hidden_total", Help: "User ids dropped from presence_sub because the session may not see them (not in its workspace), or could not be checked."}),
+		floodCloses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_inbound_rate_closes_total", Help: "Connections closed 4008 because they sent frames faster than Config.InboundRate."}),
 		admissionWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "parley_gateway_admission_waiting", Help: "Identifies and resumes waiting in the admission queue for a slot."}),
 		admissionWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -79,7 +82,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.connections, m.sessions, m.subscriptions, m.identifies, m.resumes, m.closes, m.handovers,
-			m.deliveries, m.droppedEphemeral, m.slowCloses, m.sessionFills, m.typingDropped, m.presenceHidden, m.admissionWaiting, m.admissionWait, m.admissionRejected, m.fanout, m.queueDepth)
+			m.deliveries, m.droppedEphemeral, m.slowCloses, m.sessionFills, m.typingDropped, m.presenceHidden, m.floodCloses, m.admissionWaiting, m.admissionWait, m.admissionRejected, m.fanout, m.queueDepth)
 	}
 	return m
 }

@@ -14,7 +14,8 @@ import (
 // channel's other members.
 func (c *conn) typing(s *session, f *inFrame) {
 	g := c.g
-	if f.ChannelID == "" {
+	if f.ChannelID == "" || len(f.ChannelID) > maxIDBytes || len(f.ThreadRootID) > maxIDBytes {
+		g.metrics.typingDropped.Inc()
 		return
 	}
 	now := g.now()
