@@ -176,7 +176,7 @@ type Config struct {
 	// taken).
 	IdentifyQueue int
 	// IdentifyQueueWait is the longest an identify or resume waits for a
-	// slot (default 1 s).
+	// slot (default 1 s); negative: no queue, as for IdentifyQueue.
 	IdentifyQueueWait time.Duration
 	// TypingInterval is the least time between two typing events of one
 	// user in one channel (default 3 s); more are dropped.

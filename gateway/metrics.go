@@ -55,7 +55,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		sessionFills: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_gateway_session_catchups_total", Help: "Reads of a channel log to bring one session up to the node's stream."}),
 		typingDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "parley_gateway_typing_dropped_total", Help: "Typing ops dropped by the per-user, per-channel throttle or for non-members."}),
+			Name: "parley_gateway_typing_dropped_total", Help: "Typing ops dropped by the per-user, per-channel throttle, for non-members, or for ids over 64 bytes."}),
 		presenceHidden: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_gateway_presence_hidden_total", Help: "User ids dropped from presence_sub because the session may not see them (not in its workspace), or could not be checked."}),
 		floodCloses: prometheus.NewCounter(prometheus.CounterOpts{
