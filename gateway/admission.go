@@ -5,12 +5,14 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
 // Protection at the door: the origin allowlist (checked before the
 // upgrade), identify attempts per client IP, and a cap on identifies and
-// resumes in progress, which answers a reconnect storm with
+// resumes in progress with a short bounded queue in front of it, which
+// absorbs a burst and answers a sustained storm with
 // reconnect{retry_after_ms} instead of queueing it up against the store.
 
 // originAllowed applies Config.AllowedOrigins to an upgrade request.
@@ -47,18 +49,81 @@ func (c *conn) admit() bool {
 		c.closeWith(CloseRateLimited, "too many identifies from this address")
 		return false
 	}
+	if !g.identifyQueue.acquire(g.metrics) {
+		g.metrics.identifies.WithLabelValues("overloaded").Inc()
+		c.writeJSON(reconnectFrame{Op: "reconnect", Reason: "overloaded", RetryAfterMS: retryAfterMS(time.Second, 5*time.Second)})
+		c.closeWith(CloseRateLimited, "overloaded: reconnect later")
+		return false
+	}
+	if c.closing.Load() { // closed (or the node began to shut down) while it waited
+		g.identifyQueue.release()
+		return false
+	}
+	return true
+}
+
+func (c *conn) releaseAdmission() { c.g.identifyQueue.release() }
+
+// admission caps the identifies and resumes in progress on the node (a
+// semaphore of slots) and lets a burst wait briefly for a slot instead of
+// sending it away: the node can serve a few hundred identifies a second,
+// so a burst of that size is absorbed in well under a second. The wait is
+// bounded both in time (maxWait) and in waiters (maxQueue); past either
+// bound the identify fails fast with reconnect{retry_after_ms}, as it did
+// before the queue, so a sustained overload is still refused quickly and
+// nothing queues without bound. Waiters block their nbio handler goroutine
+// (as the identify's store reads do), which is why maxQueue stays a
+// fraction of nbio's pool.
+type admission struct {
+	slots    chan struct{} // a token per identify in progress
+	maxQueue int64
+	maxWait  time.Duration
+	waiting  atomic.Int64 // callers waiting for a slot
+}
+
+func newAdmission(slots, queue int, wait time.Duration) *admission {
+	if queue < 0 || wait < 0 { // no queue: fail fast as soon as the slots are taken
+		queue, wait = 0, 0
+	}
+	return &admission{slots: make(chan struct{}, slots), maxQueue: int64(queue), maxWait: wait}
+}
+
+// acquire takes a slot, waiting up to maxWait when there is room in the
+// queue; false means the node is overloaded.
+func (a *admission) acquire(m *metrics) bool {
 	select {
-	case g.identifySlots <- struct{}{}:
+	case a.slots <- struct{}{}:
 		return true
 	default:
 	}
-	g.metrics.identifies.WithLabelValues("overloaded").Inc()
-	c.writeJSON(reconnectFrame{Op: "reconnect", Reason: "overloaded", RetryAfterMS: retryAfterMS(time.Second, 5*time.Second)})
-	c.closeWith(CloseRateLimited, "overloaded: reconnect later")
-	return false
+	if a.waiting.Add(1) > a.maxQueue {
+		a.waiting.Add(-1)
+		m.admissionRejected.WithLabelValues("queue_full").Inc()
+		return false
+	}
+	m.admissionWaiting.Inc()
+	start := time.Now()
+	t := time.NewTimer(a.maxWait)
+	defer func() {
+		t.Stop()
+		a.waiting.Add(-1)
+		m.admissionWaiting.Dec()
+	}()
+	select {
+	case a.slots <- struct{}{}:
+		m.admissionWait.WithLabelValues("admitted").Observe(time.Since(start).Seconds())
+		return true
+	case <-t.C:
+		m.admissionWait.WithLabelValues("timeout").Observe(time.Since(start).Seconds())
+		m.admissionRejected.WithLabelValues("wait_timeout").Inc()
+		return false
+	}
 }
 
-func (c *conn) releaseAdmission() { <-c.g.identifySlots }
+func (a *admission) release() { <-a.slots }
+
+// inProgress is how many identifies and resumes hold a slot.
+func (a *admission) inProgress() int { return len(a.slots) }
 
 // retryAfterMS picks a delay in [base, base+spread) so that the clients
 // told at once do not come back at once.

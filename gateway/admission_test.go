@@ -20,20 +20,21 @@ func (s gatedStore) SessionByToken(ctx context.Context, hash string) (*parley.Se
 	return s.Store.SessionByToken(ctx, hash)
 }
 
-// TestIdentifyAdmission: identifies beyond the node's cap are told to
-// reconnect later (with jitter) and closed 4008; identifies beyond the
+// TestIdentifyAdmission: without a queue, identifies beyond the node's cap
+// are told to reconnect later (with jitter) and closed 4008; identifies beyond the
 // per-IP rate are closed 4008.
 func TestIdentifyAdmission(t *testing.T) {
 	gate := make(chan struct{})
 	e := newEnv(t, func(c *Config) {
 		c.Store = gatedStore{Store: c.Store, gate: gate}
 		c.MaxConcurrentIdentifies = 1
+		c.IdentifyQueue = -1 // fail fast, as without a queue
 	})
 	a := e.user("a")
 	ws := e.workspace(a)
 	first := e.connect()
 	first.send(map[string]any{"op": "identify", "token": a.token, "workspace_id": ws.ID})
-	waitUntil(t, "first identify in progress", func() bool { return len(e.gw.identifySlots) == 1 })
+	waitUntil(t, "first identify in progress", func() bool { return e.gw.identifyQueue.inProgress() == 1 })
 	second := e.connect()
 	second.send(map[string]any{"op": "identify", "token": a.token, "workspace_id": ws.ID})
 	f := second.next()

@@ -78,12 +78,21 @@ const (
 	DefaultIdentifyTimeout         = 10 * time.Second
 	DefaultMaxFrameBytes           = 16 << 10
 	DefaultMaxConcurrentIdentifies = 64
+	DefaultIdentifyQueue           = 512
+	DefaultIdentifyQueueWait       = time.Second
 	DefaultTypingInterval          = 3 * time.Second
 	DefaultWriteHighWater          = 256 << 10
 	DefaultCloseGrace              = time.Second
 )
 
 var defaultIdentifyRate = Rate{PerMinute: 120, Burst: 60}
+
+// defaultInboundRate is far above what a real client sends: the web client
+// sends a heartbeat every heartbeat_ms, focus and presence_sub when the
+// view changes, and typing at most every 3 s per channel; holding a key
+// down in the channel switcher (30 views a second, two frames each) runs
+// for seconds before the burst is spent.
+var defaultInboundRate = Rate{PerMinute: 1200, Burst: 200}
 
 // Config is what a Gateway needs. Store and Bus are required; every other
 // zero value is the documented default.
@@ -99,6 +108,10 @@ type Config struct {
 	// that a session gets each such user's object with the first message
 	// that references them (just-in-time users, jit.go); the query cache
 	// implements it. Nil: messages go out without users.
+	//
+	// It also decides whose presence a session may watch: presence_sub
+	// keeps only the members of the session's workspace (visibility.go).
+	// Nil: the store's WorkspaceUsers, when it has one, else nobody.
 	Users UserDirectory
 	// Presence receives connects, disconnects and activity, and answers
 	// presence_sub. Nil: presence is not tracked and presence_sub is
@@ -142,14 +155,28 @@ type Config struct {
 	// IdentifyRatePerIP limits identify and resume attempts per client IP
 	// (default 120 a minute, burst 60); above it the socket is closed 4008.
 	IdentifyRatePerIP Rate
+	// InboundRate limits the frames one connection may send, every op
+	// counted (default 1,200 a minute, burst 200), on top of which two
+	// heartbeats per HeartbeatInterval are always allowed. A connection
+	// over it is sent reconnect{"reason":"rate_limited"} and closed 4008
+	// (resumable). A negative PerMinute is no limit.
+	InboundRate Rate
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
 	// believed, by the rule the HTTP API uses too (edge.Proxies.ClientIP).
 	// Default: none; the client IP is the connection's peer.
 	TrustedProxies edge.Proxies
 	// MaxConcurrentIdentifies caps identifies and resumes in progress on
-	// this node (default 64); excess ones are told reconnect{retry_after_ms}
-	// (with jitter) and closed 4008.
+	// this node (default 64). Past it they wait in the admission queue;
+	// those that find the queue full, or wait longer than IdentifyQueueWait,
+	// are told reconnect{retry_after_ms} (with jitter) and closed 4008.
 	MaxConcurrentIdentifies int
+	// IdentifyQueue bounds the identifies and resumes waiting for a slot
+	// (default 512); negative: no queue (fail fast when the slots are
+	// taken).
+	IdentifyQueue int
+	// IdentifyQueueWait is the longest an identify or resume waits for a
+	// slot (default 1 s); negative: no queue, as for IdentifyQueue.
+	IdentifyQueueWait time.Duration
 	// TypingInterval is the least time between two typing events of one
 	// user in one channel (default 3 s); more are dropped.
 	TypingInterval time.Duration
@@ -208,8 +235,20 @@ func (c *Config) setDefaults() {
 	if c.IdentifyRatePerIP.Burst <= 0 {
 		c.IdentifyRatePerIP.Burst = 1
 	}
+	if c.InboundRate.PerMinute == 0 {
+		c.InboundRate.PerMinute = defaultInboundRate.PerMinute
+	}
+	if c.InboundRate.Burst <= 0 {
+		c.InboundRate.Burst = defaultInboundRate.Burst
+	}
 	if c.MaxConcurrentIdentifies <= 0 {
 		c.MaxConcurrentIdentifies = DefaultMaxConcurrentIdentifies
+	}
+	if c.IdentifyQueue == 0 {
+		c.IdentifyQueue = DefaultIdentifyQueue
+	}
+	if c.IdentifyQueueWait == 0 {
+		c.IdentifyQueueWait = DefaultIdentifyQueueWait
 	}
 	if c.TypingInterval <= 0 {
 		c.TypingInterval = DefaultTypingInterval

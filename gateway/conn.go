@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lesismal/nbio/nbhttp/websocket"
+	"golang.org/x/time/rate"
 )
 
 // conn is one WebSocket connection. nbio hands it one inbound message at a
@@ -28,6 +29,8 @@ type conn struct {
 	closing    atomic.Bool  // a close frame was sent or answered
 	gone       atomic.Bool  // the socket is closed
 	timer      *time.Timer  // identify timeout; set before the first message
+
+	inbound *rate.Limiter // frames the client may send (inbound.go); nil: no limit
 }
 
 var _ sink = (*conn)(nil)
@@ -42,7 +45,7 @@ func (c *conn) onMessage(mt websocket.MessageType, data []byte) {
 		c.helloMu.Lock() // hello goes out before any answer
 		c.helloMu.Unlock()
 	}
-	if c.closing.Load() {
+	if c.closing.Load() || c.overRate() {
 		return
 	}
 	if mt != websocket.TextMessage {
@@ -130,13 +133,14 @@ func (c *conn) focus(s *session, f *inFrame) {
 	c.g.presenceActivity(s)
 }
 
-// presenceSub replaces the users whose presence the session wants.
+// presenceSub replaces the users whose presence the session wants: those
+// of them it may see (visibility.go).
 func (c *conn) presenceSub(s *session, f *inFrame) {
 	ids := f.UserIDs
 	if len(ids) > maxPresenceUsers {
 		ids = ids[:maxPresenceUsers]
 	}
-	c.g.watchPresence(s, append([]string(nil), ids...))
+	c.g.watchPresence(s, c.g.visibleUsers(s, ids))
 	c.g.presenceActivity(s)
 }
 

@@ -22,6 +22,7 @@ type Gateway struct {
 	store    Store
 	bus      Bus
 	presence Presence
+	users    userLookup // who a session may see (visibility.go); nil: nobody
 	now      func() time.Time
 	metrics  *metrics
 
@@ -31,7 +32,7 @@ type Gateway struct {
 	registry      *registry
 	tr            *transport // nil without sockets (benchmarks)
 	identifyRate  *ipLimiter
-	identifySlots chan struct{}
+	identifyQueue *admission
 	typing        *typingLimiter
 	jit           *jitUsers
 	stopHandover  func() error
@@ -72,12 +73,13 @@ func newGateway(cfg Config) (*Gateway, error) {
 		store:         cfg.Store,
 		bus:           cfg.Bus,
 		presence:      cfg.Presence,
+		users:         newUserLookup(&cfg),
 		now:           cfg.Now,
 		metrics:       newMetrics(cfg.Registerer),
 		seed:          maphash.MakeSeed(),
 		registry:      newRegistry(),
 		identifyRate:  newIPLimiter(cfg.IdentifyRatePerIP),
-		identifySlots: make(chan struct{}, cfg.MaxConcurrentIdentifies),
+		identifyQueue: newAdmission(cfg.MaxConcurrentIdentifies, cfg.IdentifyQueue, cfg.IdentifyQueueWait),
 		typing:        newTypingLimiter(cfg.TypingInterval),
 		jit:           newJITUsers(cfg.Users, cfg.Logger.With("component", "gateway", "node_id", cfg.NodeID), cfg.Registerer),
 		stop:          make(chan struct{}),
@@ -126,7 +128,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return
 	}
-	c := &conn{g: g, ip: g.clientIP(r)}
+	c := &conn{g: g, ip: g.clientIP(r), inbound: g.newInboundLimiter()}
 	c.helloMu.Lock()
 	c.timer = time.AfterFunc(g.cfg.IdentifyTimeout, func() {
 		c.helloMu.Lock() // orders this after the upgrade's writes

@@ -20,8 +20,14 @@ type metrics struct {
 	slowCloses       prometheus.Counter
 	sessionFills     prometheus.Counter
 	typingDropped    prometheus.Counter
-	fanout           prometheus.Histogram
-	queueDepth       prometheus.Histogram
+	presenceHidden   prometheus.Counter
+	floodCloses      prometheus.Counter
+
+	admissionWaiting  prometheus.Gauge
+	admissionWait     *prometheus.HistogramVec
+	admissionRejected *prometheus.CounterVec
+	fanout            prometheus.Histogram
+	queueDepth        prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -49,7 +55,20 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		sessionFills: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_gateway_session_catchups_total", Help: "Reads of a channel log to bring one session up to the node's stream."}),
 		typingDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "parley_gateway_typing_dropped_total", Help: "Typing ops dropped by the per-user, per-channel throttle or for non-members."}),
+			Name: "parley_gateway_typing_dropped_total", Help: "Typing ops dropped by the per-user, per-channel throttle, for non-members, or for ids over 64 bytes."}),
+		presenceHidden: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_presence_hidden_total", Help: "User ids dropped from presence_sub because the session may not see them (not in its workspace), or could not be checked."}),
+		floodCloses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_inbound_rate_closes_total", Help: "Connections closed 4008 because they sent frames faster than Config.InboundRate."}),
+		admissionWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_gateway_admission_waiting", Help: "Identifies and resumes waiting in the admission queue for a slot."}),
+		admissionWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "parley_gateway_admission_wait_seconds",
+			Help:    "Time identifies and resumes waited in the admission queue, by outcome (admitted, timeout).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"result"}),
+		admissionRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_gateway_admission_rejected_total", Help: "Identifies and resumes sent away overloaded, by reason (queue_full, wait_timeout)."}, []string{"reason"}),
 		fanout: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "parley_gateway_fanout_seconds",
 			Help:    "From an event's receipt off the bus to its being queued to a partition's sessions.",
@@ -63,7 +82,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.connections, m.sessions, m.subscriptions, m.identifies, m.resumes, m.closes, m.handovers,
-			m.deliveries, m.droppedEphemeral, m.slowCloses, m.sessionFills, m.typingDropped, m.fanout, m.queueDepth)
+			m.deliveries, m.droppedEphemeral, m.slowCloses, m.sessionFills, m.typingDropped, m.presenceHidden, m.floodCloses, m.admissionWaiting, m.admissionWait, m.admissionRejected, m.fanout, m.queueDepth)
 	}
 	return m
 }

@@ -16,8 +16,9 @@ func (c *conn) typing(s *session, f *inFrame) {
 	g := c.g
 	// Ids that no store row can hold name nothing; the thread id would
 	// otherwise be fanned out to every member as it came.
-	if f.ChannelID == "" || parley.CheckText("channel_id", f.ChannelID) != nil ||
-		parley.CheckText("thread_root_id", f.ThreadRootID) != nil {
+	if f.ChannelID == "" || len(f.ChannelID) > maxIDBytes || len(f.ThreadRootID) > maxIDBytes ||
+		parley.CheckText("channel_id", f.ChannelID) != nil || parley.CheckText("thread_root_id", f.ThreadRootID) != nil {
+		g.metrics.typingDropped.Inc()
 		return
 	}
 	now := g.now()

@@ -33,9 +33,13 @@ func (n *node) openGateway() error {
 		Logger:     n.log,
 		Registerer: n.reg,
 
-		AllowedOrigins:    n.opts.Origins,
-		TrustedProxies:    n.opts.proxies,
-		IdentifyRatePerIP: gateway.Rate{PerMinute: n.opts.IdentifyPerMin, Burst: identifyBurst(n.opts.IdentifyPerMin)},
+		AllowedOrigins:          n.opts.Origins,
+		TrustedProxies:          n.opts.proxies,
+		IdentifyRatePerIP:       gateway.Rate{PerMinute: n.opts.IdentifyPerMin, Burst: identifyBurst(n.opts.IdentifyPerMin)},
+		InboundRate:             gateway.Rate{PerMinute: n.opts.WSFrameRate, Burst: n.opts.WSFrameBurst},
+		MaxConcurrentIdentifies: n.opts.MaxIdentifies,
+		IdentifyQueue:           n.opts.IdentifyQueue,
+		IdentifyQueueWait:       n.opts.IdentifyQueueWait,
 	})
 	if err != nil {
 		return fmt.Errorf("start gateway: %w", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -18,6 +19,15 @@ import (
 type limitOptions struct {
 	TrustedProxies []string         // --trusted-proxies, CIDR ranges or addresses
 	Rates          parley.LiveRates // --rate-*; each starts at httpapi.DefaultRates
+
+	// The gateway's door and inbound limits (docs/security.md, "Gateway").
+	WSFrameRate       float64       // --ws-frame-rate: frames per minute per connection; 0: default, negative: off
+	WSFrameBurst      int           // --ws-frame-burst
+	MaxIdentifies     int           // --max-identifies: identifies and resumes in progress
+	IdentifyQueue     int           // --identify-queue: identifies waiting for a slot; negative: no queue
+	IdentifyQueueWait time.Duration // --identify-queue-wait
+
+	Caps parley.Caps // --cap-*: the store's caps; 0: the default
 
 	proxies edge.Proxies // parsed from TrustedProxies by validateLimits
 }
@@ -64,6 +74,19 @@ func (o *limitOptions) registerLimits(fs *pflag.FlagSet) {
 		fs.Var(rateFlag{f.rate}, f.name, f.what+` ("N/min", "N/min,burst=B" or "off"); the live setting `+
 			"rate_"+underscore(f.name[len("rate-"):])+" overrides it")
 	}
+
+	fs.Float64Var(&o.WSFrameRate, "ws-frame-rate", 0, "frames per minute one WebSocket connection may send, every op counted, plus two heartbeats per heartbeat interval; over it: reconnect{rate_limited} and close 4008 (default 1200; negative: no limit)")
+	fs.IntVar(&o.WSFrameBurst, "ws-frame-burst", 0, "burst of --ws-frame-rate (default 200)")
+	fs.IntVar(&o.MaxIdentifies, "max-identifies", 0, "identifies and resumes in progress on this node before others wait in the admission queue (default 64)")
+	fs.IntVar(&o.IdentifyQueue, "identify-queue", 0, "identifies and resumes that may wait for an admission slot (default 512; negative: none, fail fast)")
+	fs.DurationVar(&o.IdentifyQueueWait, "identify-queue-wait", 0, "longest an identify or resume waits for an admission slot (default 1s; negative: no queue)")
+
+	c := &o.Caps
+	fs.IntVar(&c.ReactionsPerMessage, "cap-reactions-per-message", 0, fmt.Sprintf("distinct emoji on one message (default %d)", parley.DefaultReactionsPerMessage))
+	fs.IntVar(&c.PinsPerChannel, "cap-pins-per-channel", 0, fmt.Sprintf("pinned messages in one channel (default %d)", parley.DefaultPinsPerChannel))
+	fs.IntVar(&c.PrivateChannelMembers, "cap-private-channel-members", 0, fmt.Sprintf("members of one private channel (default %d)", parley.DefaultPrivateChannelMembers))
+	fs.IntVar(&c.ChannelsPerWorkspace, "cap-channels-per-workspace", 0, fmt.Sprintf("active public and private channels in one workspace (default %d)", parley.DefaultChannelsPerWorkspace))
+	fs.IntVar(&c.InvitesPerWorkspace, "cap-invites-per-workspace", 0, fmt.Sprintf("outstanding invites of one workspace (default %d)", parley.DefaultInvitesPerWorkspace))
 }
 
 func underscore(s string) string {
@@ -83,5 +106,21 @@ func (o *limitOptions) validateLimits() error {
 		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	o.proxies = p
+	for _, c := range []struct {
+		flag string
+		v    int
+	}{
+		{"cap-reactions-per-message", o.Caps.ReactionsPerMessage},
+		{"cap-pins-per-channel", o.Caps.PinsPerChannel},
+		{"cap-private-channel-members", o.Caps.PrivateChannelMembers},
+		{"cap-channels-per-workspace", o.Caps.ChannelsPerWorkspace},
+		{"cap-invites-per-workspace", o.Caps.InvitesPerWorkspace},
+		{"ws-frame-burst", o.WSFrameBurst},
+		{"max-identifies", o.MaxIdentifies},
+	} {
+		if c.v < 0 {
+			return fmt.Errorf("--%s must not be negative (0 is the default)", c.flag)
+		}
+	}
 	return nil
 }

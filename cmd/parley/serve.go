@@ -174,7 +174,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("start bus: %w", err)
 	}
 
-	scfg := sqlstore.Config{Publisher: n.bus, Logger: log, LiveConfig: n.config}
+	scfg := sqlstore.Config{Publisher: n.bus, Logger: log, LiveConfig: n.config, Caps: o.Caps}
 	if o.DB != "" {
 		scfg.PostgresURL = o.DB
 		log.Info("opening store", "dialect", "postgres", "url", redactURL(o.DB))
