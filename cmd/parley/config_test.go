@@ -10,10 +10,12 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"parley"
+	pclient "parley/client"
 	"parley/httpapi"
 	"parley/nodes"
 )
@@ -263,5 +265,57 @@ func TestLimitFlags(t *testing.T) {
 		if _, err := parse(t, nil, env); err == nil {
 			t.Errorf("%v accepted", env)
 		}
+	}
+}
+
+func TestDoorAndCapFlags(t *testing.T) {
+	o, err := parse(t, []string{"--ws-frame-rate", "600", "--identify-queue", "-1"}, map[string]string{
+		"PARLEY_WS_FRAME_BURST":            "50",
+		"PARLEY_MAX_IDENTIFIES":            "16",
+		"PARLEY_IDENTIFY_QUEUE_WAIT":       "250ms",
+		"PARLEY_CAP_PINS_PER_CHANNEL":      "3",
+		"PARLEY_CAP_INVITES_PER_WORKSPACE": "7",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.WSFrameRate != 600 || o.WSFrameBurst != 50 || o.MaxIdentifies != 16 || o.IdentifyQueue != -1 ||
+		o.IdentifyQueueWait != 250*time.Millisecond || o.Caps != (parley.Caps{PinsPerChannel: 3, InvitesPerWorkspace: 7}) {
+		t.Fatalf("from flags and env: %+v", o.limitOptions)
+	}
+	for _, args := range [][]string{{"--cap-reactions-per-message", "-1"}, {"--max-identifies", "-5"}, {"--ws-frame-burst", "-1"}} {
+		if _, err := parse(t, args, nil); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// TestCapFlagReachesTheStore: a --cap-* flag is the store's cap, not only
+// a parsed option.
+func TestCapFlagReachesTheStore(t *testing.T) {
+	n := startInProcess(t, "--cap-pins-per-channel", "1")
+	ctx := t.Context()
+	c := pclient.New("http://" + n.apiLn.Addr().String())
+	if _, err := c.Login(ctx, demoOwnerEmail, demoPassword); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := c.CreateChannel(ctx, n.demo.WorkspaceID, parley.NewChannel{Name: "pins", Kind: parley.KindPublic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, text := range []string{"one", "two"} {
+		m, err := c.PostMessage(ctx, ch.ID, parley.NewMessage{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	if _, err := c.Pin(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Pin(ctx, ids[1])
+	if pclient.ErrorCode(err) != parley.ELIMIT {
+		t.Fatalf("second pin with --cap-pins-per-channel 1: %v, want %s", err, parley.ELIMIT)
 	}
 }

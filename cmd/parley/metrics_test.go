@@ -184,12 +184,12 @@ func TestMetrics(t *testing.T) {
 
 // startInProcess runs a demo node in this process (SQLite in a temporary
 // directory, embedded NATS) with both listeners on free ports.
-func startInProcess(t *testing.T) *node {
+func startInProcess(t *testing.T, extra ...string) *node {
 	t.Helper()
 	var o serveOptions
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	o.register(fs)
-	if err := fs.Parse([]string{"--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--data", t.TempDir(), "--demo"}); err != nil {
+	if err := fs.Parse(append([]string{"--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--data", t.TempDir(), "--demo"}, extra...)); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.validate(); err != nil {
