@@ -18,7 +18,7 @@ import (
 	"parley"
 	"parley/natsbus"
 	"parley/nodes"
-	"parley/ring"
+	"parley/affinity"
 )
 
 func TestPublicURLFlag(t *testing.T) {
@@ -65,7 +65,7 @@ func TestWSURLFor(t *testing.T) {
 	defer bus.Close()
 	start := func(id string) *nodes.Members {
 		m, err := nodes.Start(nodes.Config{Bus: bus, Logger: quiet, Interval: 50 * time.Millisecond, Self: nodes.Node{
-			ID: id, WSURL: "wss://" + id + ".example/api/v1/gateway", Roles: []string{"api", ring.GatewayRole}}})
+			ID: id, WSURL: "wss://" + id + ".example/api/v1/gateway", Roles: []string{"api", affinity.GatewayRole}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestWSURLFor(t *testing.T) {
 	if got := n.wsURLFor("W1"); got != a.Self().WSURL {
 		t.Fatalf("without a ring: %s", got)
 	}
-	n.affinity = ring.Track(a)
+	n.affinity = affinity.Track(a)
 	defer n.affinity.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for n.affinity.Ring().Len() != 2 {
@@ -86,7 +86,7 @@ func TestWSURLFor(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	other := ring.New([]nodes.Node{b.Self(), a.Self()})
+	other := affinity.New([]nodes.Node{b.Self(), a.Self()})
 	used := map[string]int{}
 	for range 200 {
 		ws := parley.NewID(parley.PrefixWorkspace)

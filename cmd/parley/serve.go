@@ -29,7 +29,7 @@ import (
 	"parley/nodes"
 	"parley/presence"
 	"parley/querycache"
-	"parley/ring"
+	"parley/affinity"
 	"parley/sqlstore"
 	"parley/webui"
 )
@@ -104,7 +104,7 @@ type node struct {
 	// members is the cluster's live node list, this node included.
 	members *nodes.Members
 	// affinity is the ring over the live gateway nodes (affinity.go).
-	affinity *ring.Tracker
+	affinity *affinity.Tracker
 	// The WebSocket gateway (gateway.go) and its presence.
 	presence *presence.Tracker
 	gateway  *gateway.Gateway
@@ -221,12 +221,12 @@ func (n *node) Run(ctx context.Context) (err error) {
 		ID:     o.NodeID,
 		APIURL: apiURL,
 		WSURL:  wsURL,
-		Roles:  []string{"api", ring.GatewayRole},
+		Roles:  []string{"api", affinity.GatewayRole},
 	}})
 	if err != nil {
 		return fmt.Errorf("node announce: %w", err)
 	}
-	n.affinity = ring.Track(n.members)
+	n.affinity = affinity.Track(n.members)
 	n.warnLoopbackAnnounce()
 
 	if err := n.openGateway(); err != nil {

@@ -1,4 +1,4 @@
-// Package ring gives workspace affinity: it maps a key (a workspace id) to
+// Package affinity gives workspace affinity: it maps a key (a workspace id) to
 // one of the cluster's live gateway nodes, the same node on every node that
 // sees the same membership, so that a workspace's sessions and its query
 // cache gather on one node.
@@ -38,7 +38,7 @@
 //
 // The package must not talk to the bus itself or know about sessions: it
 // takes the node list from package nodes and answers lookups.
-package ring
+package affinity
 
 import (
 	"slices"
