@@ -3,6 +3,8 @@ package client
 import (
 	"encoding/json"
 	"testing"
+
+	"parley"
 )
 
 func TestParseEventFrame(t *testing.T) {
@@ -54,7 +56,7 @@ func TestChannelPosition(t *testing.T) {
 func TestEventFrameSlowPath(t *testing.T) {
 	var f inFrame
 	raw := `{"t":"reaction.added","d":{"seq":5,"channel_id":"C2","emoji":"x"},"s":3,"op":"event"}`
-	if err := json.Unmarshal([]byte(raw), &f); err != nil || f.Op != OpEvent || f.S != 3 {
+	if err := json.Unmarshal([]byte(raw), &f); err != nil || f.Op != parley.OpEvent || f.S != 3 {
 		t.Fatalf("%+v %v", f, err)
 	}
 	if ch, seq := channelPosition(f.D); ch != "C2" || seq != 5 {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"parley"
 )
 
 // Protection at the door: the origin allowlist (checked before the
@@ -97,7 +99,7 @@ func (c *conn) admit() bool {
 	g := c.g
 	if !g.identifyRate.allow(c.ip, g.now()) {
 		g.metrics.identifies.WithLabelValues("rate_limited").Inc()
-		c.closeWith(CloseRateLimited, "too many identifies from this address")
+		c.closeWith(parley.CloseRateLimited, "too many identifies from this address")
 		return false
 	}
 	select {
@@ -106,8 +108,8 @@ func (c *conn) admit() bool {
 	default:
 	}
 	g.metrics.identifies.WithLabelValues("overloaded").Inc()
-	c.writeJSON(reconnectFrame{Op: "reconnect", Reason: "overloaded", RetryAfterMS: retryAfterMS(time.Second, 5*time.Second)})
-	c.closeWith(CloseRateLimited, "overloaded: reconnect later")
+	c.writeJSON(reconnectFrame{Op: parley.OpReconnect, Reason: "overloaded", RetryAfterMS: retryAfterMS(time.Second, 5*time.Second)})
+	c.closeWith(parley.CloseRateLimited, "overloaded: reconnect later")
 	return false
 }
 

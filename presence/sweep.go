@@ -91,7 +91,7 @@ func (t *Tracker) sweep() {
 	}
 	if t.hbEvery > 0 && now >= t.nextAlive {
 		t.nextAlive = now + t.hbEvery
-		t.out = append(t.out, t.ctlEvent(typeAlive, ctlTopic, ctlMsg{}))
+		t.out = append(t.out, t.ctlEvent(parley.EventPresenceAlive, parley.TopicPresenceControl, ctlMsg{}))
 	}
 	out := t.takeOut()
 	t.mu.Unlock()
@@ -120,7 +120,7 @@ func (t *Tracker) checkReconnect() {
 	t.mu.Lock()
 	if t.hbEvery > 0 {
 		t.nextAlive = now + t.hbEvery
-		t.out = append(t.out, t.ctlEvent(typeAlive, ctlTopic, ctlMsg{}))
+		t.out = append(t.out, t.ctlEvent(parley.EventPresenceAlive, parley.TopicPresenceControl, ctlMsg{}))
 	}
 	t.requery("", now)
 	t.manualSynced = false
