@@ -147,7 +147,10 @@ const (
 	EventMemberJoined    = "member.joined"
 	EventMemberLeft      = "member.left"
 
-	// Bus-only events: no seq, never dropped from a session's queue.
+	// Bus-only events: no seq, never dropped from a session's queue. The
+	// thread events and mention go on the user topics of the thread's
+	// followers (or of those mentioned), whether or not they look at the
+	// channel.
 	EventChannelRead           = "channel.read"
 	EventChannelSummary        = "channel.summary"
 	EventChannelHot            = "channel.hot"

@@ -135,8 +135,8 @@ func (t *Tracker) checkReconnect() {
 	t.publish(out)
 }
 
-// ctlEvent builds a control message from this node; topic is ctlTopic or
-// a node topic.
+// ctlEvent builds a control message from this node; topic is the control
+// topic or a node topic.
 func (t *Tracker) ctlEvent(typ, topic string, m ctlMsg) parley.Event {
 	m.NodeID = t.node
 	m.Boot = t.boot
