@@ -193,7 +193,7 @@ func TestProtocolJSON(t *testing.T) {
 // TestProtocolDeclaredOnce reads every non-test Go file of the module and
 // fails on a protocol string spelled outside protocol.go: an event type, a
 // topic prefix, a broadcast mention, an op in a JSON frame or an Op field,
-// a gateway close code.
+// a gateway close code (or a new one declared outside the table).
 func TestProtocolDeclaredOnce(t *testing.T) {
 	strs := map[string]string{} // literal → what it is
 	for _, et := range parley.EventTypes {
@@ -240,6 +240,15 @@ func TestProtocolDeclaredOnce(t *testing.T) {
 				if isOpName(n.Key) {
 					if lit, ok := n.Value.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 						report(fset, lit, "op %s spelled out", lit.Value)
+					}
+				}
+			case *ast.ValueSpec:
+				// const CloseFrameFlood = 4010: a close code the table lacks.
+				for i, name := range n.Names {
+					if i < len(n.Values) && strings.HasPrefix(name.Name, "Close") {
+						if lit, ok := n.Values[i].(*ast.BasicLit); ok && lit.Kind == token.INT {
+							report(fset, lit, "close code %s declared as %s", lit.Value, name.Name)
+						}
 					}
 				}
 			case *ast.BinaryExpr:
