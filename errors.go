@@ -6,7 +6,9 @@ import (
 )
 
 // Error codes. They are part of the client contract (PROTOCOL.md): the HTTP
-// layer maps each to one status in a single table.
+// layer maps each to one status in a single table, and the gateway closes a
+// failed identify or resume with the close code whose row of CloseCodes
+// (protocol.go) lists the error's code.
 const (
 	EINVALID      = "bad_request"   // 400
 	EUNAUTHORIZED = "unauthorized"  // 401

@@ -5,40 +5,6 @@ import (
 	"time"
 )
 
-// Event types, as named in the client contract.
-const (
-	EventMessageCreated        = "message.created"
-	EventMessageUpdated        = "message.updated"
-	EventMessageDeleted        = "message.deleted"
-	EventReactionAdded         = "reaction.added"
-	EventReactionRemoved       = "reaction.removed"
-	EventPinAdded              = "pin.added"
-	EventPinRemoved            = "pin.removed"
-	EventChannelCreated        = "channel.created"
-	EventChannelUpdated        = "channel.updated"
-	EventChannelArchived       = "channel.archived"
-	EventChannelDeleted        = "channel.deleted"
-	EventMemberJoined          = "member.joined"
-	EventMemberLeft            = "member.left"
-	EventChannelRead           = "channel.read"
-	EventDMOpened              = "dm.opened"
-	EventUserCreated           = "user.created"
-	EventUserUpdated           = "user.updated"
-	EventUserDeactivated       = "user.deactivated"
-	EventUserStatus            = "user.status"
-	EventWorkspaceUpdated      = "workspace.updated"
-	EventWorkspaceMemberJoined = "workspace.member_joined"
-	EventWorkspaceMemberLeft   = "workspace.member_left"
-	// EventWorkspaceMemberUpdated is internal to the servers: a member's
-	// role changed (WorkspaceMemberData). It goes on the directory topic
-	// only, for the query caches' visibility rules (guests).
-	EventWorkspaceMemberUpdated = "workspace.member_updated"
-	// EventSessionRevoked is internal to the servers: it tells gateways to
-	// close the sockets identified with a revoked token. Its d carries the
-	// token hash, never the token.
-	EventSessionRevoked = "session.revoked"
-)
-
 // Event is a change that clients learn about. Durable channel events have a
 // ChannelID and a gap-free Seq in that channel's log, written in the same
 // transaction as the change; other events (user, workspace and read-state
@@ -50,22 +16,10 @@ type Event struct {
 	Type        string          `json:"t"`
 	Data        json.RawMessage `json:"d"`
 	CreatedAt   time.Time       `json:"created_at"`
-	// Topics are the bus topics the event is published on (see Topic*).
+	// Topics are the bus topics the event is published on (see Topic* in
+	// protocol.go).
 	Topics []string `json:"topics,omitempty"`
 }
-
-// Bus topics (ARCHITECTURE §4): one per channel, per user, per user's
-// presence and per workspace directory.
-func TopicChannel(id string) string   { return "ch." + id }
-func TopicUser(id string) string      { return "user." + id }
-func TopicPresence(id string) string  { return "presence." + id }
-func TopicWorkspace(id string) string { return "ws." + id }
-
-// TopicDirectory carries every change to a workspace's directory (users,
-// channels of every kind, memberships) for the servers' own caches. Unlike
-// the workspace topic it is never forwarded to client sessions, so private
-// channels may appear on it.
-func TopicDirectory(id string) string { return "dir." + id }
 
 // IsDirectoryEvent reports whether events of type t change a workspace's
 // directory and so also go on TopicDirectory.

@@ -5,20 +5,6 @@ import (
 	"time"
 )
 
-// Thread event types (PROTOCOL.md). They go on the user topics of the
-// thread's followers: every follower receives them whether or not they are
-// looking at the channel.
-const (
-	EventThreadUpdated    = "thread.updated"
-	EventThreadFollowed   = "thread.followed"
-	EventThreadUnfollowed = "thread.unfollowed"
-	EventThreadRead       = "thread.read"
-	EventMention          = "mention"
-	EventChannelSummary   = "channel.summary"
-	EventChannelHot       = "channel.hot"
-	EventPrefsUpdated     = "prefs.updated"
-)
-
 // Thread is a followed thread as the threads list shows it to one user.
 type Thread struct {
 	RootID         string    `json:"root_id"`

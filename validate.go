@@ -165,7 +165,7 @@ func ValidateClientMsgID(id string) error {
 }
 
 // Mentions returns the distinct handles @mentioned in text, in order of first
-// appearance, including the special "channel", "here" and "everyone".
+// appearance, including the broadcast mentions (IsBroadcastMention).
 func Mentions(text string) []string {
 	var out []string
 	seen := map[string]bool{}

@@ -315,7 +315,7 @@ func (c *Conn) establish(ctx context.Context) (err error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		s.close(CloseNormal, "closed")
+		s.close(parley.CloseNormal, "closed")
 		return ErrClosed
 	}
 	c.cur, c.live = s, false
@@ -326,7 +326,7 @@ func (c *Conn) establish(ctx context.Context) (err error) {
 		}
 	}()
 
-	hello, err := s.await(ctx, c.opts.HandshakeTimeout, OpHello)
+	hello, err := s.await(ctx, c.opts.HandshakeTimeout, parley.OpHello)
 	if err != nil {
 		return err
 	}
@@ -337,27 +337,27 @@ func (c *Conn) establish(ctx context.Context) (err error) {
 	sessionID, lastS := c.sessionID, c.lastS
 	c.mu.Unlock()
 	if sessionID != "" {
-		if err := s.sendJSON(resumeFrame{Op: OpResume, Token: token, SessionID: sessionID, Seq: lastS}); err != nil {
+		if err := s.sendJSON(resumeFrame{Op: parley.OpResume, Token: token, SessionID: sessionID, Seq: lastS}); err != nil {
 			return err
 		}
-		f, err := s.await(ctx, c.opts.HandshakeTimeout, OpResumed, OpInvalidSession)
+		f, err := s.await(ctx, c.opts.HandshakeTimeout, parley.OpResumed, parley.OpInvalidSession)
 		if err != nil {
 			var ce *CloseError
-			if errors.As(err, &ce) && ce.Code == CloseInvalidSeq {
+			if errors.As(err, &ce) && ce.Code == parley.CloseInvalidSeq {
 				c.resetSession()
 			}
 			return err
 		}
-		if f.Op == OpResumed {
+		if f.Op == parley.OpResumed {
 			return c.goLive(s, StateResumed)
 		}
 		// invalid_session: onInvalidSession has dropped the session; the
 		// socket stays open for a fresh identify.
 	}
-	if err := s.sendJSON(identifyFrame{Op: OpIdentify, Token: token, WorkspaceID: c.workspaceID}); err != nil {
+	if err := s.sendJSON(identifyFrame{Op: parley.OpIdentify, Token: token, WorkspaceID: c.workspaceID}); err != nil {
 		return err
 	}
-	if _, err := s.await(ctx, c.opts.HandshakeTimeout, OpReady); err != nil {
+	if _, err := s.await(ctx, c.opts.HandshakeTimeout, parley.OpReady); err != nil {
 		return err
 	}
 	return c.goLive(s, StateReady)
@@ -379,10 +379,10 @@ func (c *Conn) goLive(s *socket, st State) error {
 		c.stats.resumes.Add(1)
 	}
 	if focusSet {
-		_ = s.sendJSON(focusFrame{Op: OpFocus, ChannelIDs: nonNilStrings(focus)})
+		_ = s.sendJSON(focusFrame{Op: parley.OpFocus, ChannelIDs: nonNilStrings(focus)})
 	}
 	if presSet {
-		_ = s.sendJSON(presenceSubFrame{Op: OpPresenceSub, UserIDs: nonNilStrings(presence)})
+		_ = s.sendJSON(presenceSubFrame{Op: parley.OpPresenceSub, UserIDs: nonNilStrings(presence)})
 	}
 	c.notify(st, nil)
 	return nil
@@ -475,7 +475,7 @@ func (c *Conn) onSocketClosed(s *socket) {
 	wasLive := c.live
 	c.cur, c.live = nil, false
 	var ce *CloseError
-	if errors.As(err, &ce) && ce.Code == CloseInvalidSeq {
+	if errors.As(err, &ce) && ce.Code == parley.CloseInvalidSeq {
 		c.sessionID, c.lastS = "", 0
 	}
 	if !wasLive {
@@ -566,7 +566,7 @@ func (c *Conn) finish(err error) {
 	c.running++ // done waits for OnState below
 	c.mu.Unlock()
 	if s != nil {
-		s.close(CloseNormal, "bye")
+		s.close(parley.CloseNormal, "bye")
 	}
 	if err != nil {
 		c.logger().Warn("gateway: connection ended", "err", err)
@@ -659,7 +659,7 @@ func (c *Conn) Focus(channelIDs []string) error {
 	if s == nil {
 		return c.closedErr()
 	}
-	return s.sendJSON(focusFrame{Op: OpFocus, ChannelIDs: nonNilStrings(channelIDs)})
+	return s.sendJSON(focusFrame{Op: parley.OpFocus, ChannelIDs: nonNilStrings(channelIDs)})
 }
 
 // PresenceSub replaces the set of users whose presence.changed events the
@@ -673,7 +673,7 @@ func (c *Conn) PresenceSub(userIDs []string) error {
 	if s == nil {
 		return c.closedErr()
 	}
-	return s.sendJSON(presenceSubFrame{Op: OpPresenceSub, UserIDs: nonNilStrings(userIDs)})
+	return s.sendJSON(presenceSubFrame{Op: parley.OpPresenceSub, UserIDs: nonNilStrings(userIDs)})
 }
 
 // Typing says the user is typing in a channel (or a thread of it). Typing is
@@ -690,7 +690,7 @@ func (c *Conn) Typing(channelID, threadRootID string) error {
 	if s == nil {
 		return ErrNotConnected
 	}
-	return s.sendJSON(typingFrame{Op: OpTyping, ChannelID: channelID, ThreadRootID: threadRootID})
+	return s.sendJSON(typingFrame{Op: parley.OpTyping, ChannelID: channelID, ThreadRootID: threadRootID})
 }
 
 func (c *Conn) liveLocked() *socket {

@@ -84,8 +84,8 @@ func TestConnectIdentifyDeliver(t *testing.T) {
 	for _, ev := range f.e.log(f.ch.ID, 1) {
 		fs.event(t, ev)
 	}
-	fs.ephemeral(t, EventTypingStarted, map[string]string{"channel_id": f.ch.ID, "user_id": f.alice.ID})
-	fs.ephemeral(t, EventPresenceChanged, map[string]string{"user_id": f.alice.ID, "presence": "online"})
+	fs.ephemeral(t, parley.EventTypingStarted, map[string]string{"channel_id": f.ch.ID, "user_id": f.alice.ID})
+	fs.ephemeral(t, parley.EventPresenceChanged, map[string]string{"user_id": f.alice.ID, "presence": "online"})
 	evs := f.rec.waitN(t, 5)
 	if got := seqs(evs, f.ch.ID); !slices.Equal(got, seqRange(2, 4)) {
 		t.Fatalf("seqs %v", got)
@@ -99,10 +99,10 @@ func TestConnectIdentifyDeliver(t *testing.T) {
 	if err := evs[0].Decode(&d); err != nil || d.Message == nil || d.Message.Seq != 2 || evs[0].Type != parley.EventMessageCreated {
 		t.Fatalf("first event %s: %+v %v", evs[0].Type, d, err)
 	}
-	if evs[3].Type != EventTypingStarted || evs[3].Durable() || evs[3].ChannelID != f.ch.ID {
+	if evs[3].Type != parley.EventTypingStarted || evs[3].Durable() || evs[3].ChannelID != f.ch.ID {
 		t.Errorf("typing: %+v", evs[3])
 	}
-	if evs[4].Type != EventPresenceChanged || evs[4].ChannelID != "" {
+	if evs[4].Type != parley.EventPresenceChanged || evs[4].ChannelID != "" {
 		t.Errorf("presence: %+v", evs[4])
 	}
 	if st := conn.Stats(); st.Delivered != 5 || st.GapsFilled != 0 || st.DuplicatesDropped != 0 || st.SGaps != 0 {
@@ -121,7 +121,7 @@ func TestDuplicatesDropped(t *testing.T) {
 	for _, ev := range []parley.Event{log[0], log[1], log[1], log[0], log[2]} {
 		fs.event(t, ev)
 	}
-	fs.ephemeral(t, EventTypingStarted, map[string]string{"channel_id": f.ch.ID}) // a marker
+	fs.ephemeral(t, parley.EventTypingStarted, map[string]string{"channel_id": f.ch.ID}) // a marker
 	evs := f.rec.waitN(t, 4)
 	if got := seqs(evs, f.ch.ID); !slices.Equal(got, seqRange(2, 4)) {
 		t.Fatalf("seqs %v", got)
@@ -154,7 +154,7 @@ func TestGapFilledFromEventLog(t *testing.T) {
 	}
 	// The gateway later delivering what was filled is a duplicate.
 	fs.event(t, log[2])
-	fs.ephemeral(t, EventTypingStarted, map[string]string{"channel_id": f.ch.ID})
+	fs.ephemeral(t, parley.EventTypingStarted, map[string]string{"channel_id": f.ch.ID})
 	f.rec.waitN(t, 6)
 	if st := conn.Stats(); st.GapsFilled != 1 || st.DuplicatesDropped != 1 {
 		t.Errorf("stats %+v", st)
@@ -168,9 +168,9 @@ func TestSessionSeqGapCounted(t *testing.T) {
 	log := f.e.log(f.ch.ID, 1)
 	fs.eventAt(t, 1, log[0].Type, log[0].Data)
 	fs.eventAt(t, 3, log[1].Type, log[1].Data) // s 2 never came
-	fs.eventAt(t, 3, EventTypingStarted, json.RawMessage(`{"channel_id":"x"}`))
+	fs.eventAt(t, 3, parley.EventTypingStarted, json.RawMessage(`{"channel_id":"x"}`))
 	f.rec.waitN(t, 2)
-	fs.eventAt(t, 4, EventTypingStarted, json.RawMessage(`{"channel_id":"x"}`))
+	fs.eventAt(t, 4, parley.EventTypingStarted, json.RawMessage(`{"channel_id":"x"}`))
 	f.rec.waitN(t, 3)
 	if st := conn.Stats(); st.SGaps != 2 || st.Delivered != 3 {
 		t.Errorf("stats %+v", st)
@@ -195,14 +195,14 @@ func TestResumeReplaysMissedEvents(t *testing.T) {
 
 	fs2 := f.e.fake.accept(t)
 	fs2.hello(t, 60000)
-	r := fs2.expect(t, OpResume)
+	r := fs2.expect(t, parley.OpResume)
 	if r.SessionID != "n1.first" || r.Token != f.alice.Token || r.Seq == nil || *r.Seq != 2 {
 		t.Fatalf("resume frame %s", r.Raw)
 	}
 	fs2.s = 2
 	fs2.event(t, log[2])
 	fs2.event(t, log[3])
-	fs2.send(t, map[string]any{"op": OpResumed, "replayed": 2})
+	fs2.send(t, map[string]any{"op": parley.OpResumed, "replayed": 2})
 	fs2.event(t, log[4]) // live again
 	evs := f.rec.waitN(t, 5)
 	if got := seqs(evs, f.ch.ID); !slices.Equal(got, seqRange(2, 6)) {
@@ -241,13 +241,13 @@ func TestInvalidSessionCatchesUpWithSync(t *testing.T) {
 
 	fs2 := f.e.fake.accept(t)
 	fs2.hello(t, 60000)
-	fs2.expect(t, OpResume)
-	fs2.send(t, map[string]any{"op": OpInvalidSession, "reason": "unknown session"})
-	id := fs2.expect(t, OpIdentify)
+	fs2.expect(t, parley.OpResume)
+	fs2.send(t, map[string]any{"op": parley.OpInvalidSession, "reason": "unknown session"})
+	id := fs2.expect(t, parley.OpIdentify)
 	if id.Token != f.alice.Token || id.WorkspaceID != f.ws.ID {
 		t.Fatalf("identify %s", id.Raw)
 	}
-	fs2.send(t, map[string]any{"op": OpReady, "session_id": "n2.second", "user_id": f.alice.ID})
+	fs2.send(t, map[string]any{"op": parley.OpReady, "session_id": "n2.second", "user_id": f.alice.ID})
 	// The new session's first live event comes while the catch-up runs.
 	f.e.mustPost(f.alice, f.ch, 1) // seq 7
 	fs2.event(t, f.e.log(f.ch.ID, 6)[0])
@@ -278,7 +278,7 @@ func TestInvalidSessionCatchesUpWithSync(t *testing.T) {
 	fs2.drop()
 	fs3 := f.e.fake.accept(t)
 	fs3.hello(t, 60000)
-	if r := fs3.expect(t, OpResume); r.SessionID != "n2.second" || *r.Seq != 1 {
+	if r := fs3.expect(t, parley.OpResume); r.SessionID != "n2.second" || *r.Seq != 1 {
 		t.Errorf("resume %s", r.Raw)
 	}
 }
@@ -309,9 +309,9 @@ func TestReconnectOpHonoured(t *testing.T) {
 	conn, fs := f.connect(t, ConnectOptions{})
 	const after = 300 * time.Millisecond
 	sent := time.Now()
-	fs.send(t, map[string]any{"op": OpReconnect, "reason": "draining", "retry_after_ms": after.Milliseconds()})
+	fs.send(t, map[string]any{"op": parley.OpReconnect, "reason": "draining", "retry_after_ms": after.Milliseconds()})
 	fs.waitClosed(t)
-	if code := fs.peerClose.Load(); code != closeClientReconnecting {
+	if code := fs.peerClose.Load(); code != parley.CloseClientReconnecting {
 		t.Errorf("client closed with %d", code)
 	}
 	fs2 := f.e.fake.accept(t)
@@ -319,10 +319,10 @@ func TestReconnectOpHonoured(t *testing.T) {
 		t.Errorf("came back after %v, asked for %v", waited, after)
 	}
 	fs2.hello(t, 60000)
-	if r := fs2.expect(t, OpResume); r.SessionID != "n1.first" {
+	if r := fs2.expect(t, parley.OpResume); r.SessionID != "n1.first" {
 		t.Errorf("resume %s", r.Raw)
 	}
-	fs2.send(t, map[string]any{"op": OpResumed, "replayed": 0})
+	fs2.send(t, map[string]any{"op": parley.OpResumed, "replayed": 0})
 	waitUntil(t, "resumed", func() bool { return conn.Stats().Resumes == 1 })
 }
 
@@ -331,7 +331,7 @@ func TestReconnectOpBeforeHelloOnFirstConnect(t *testing.T) {
 	res := connectAsync(t.Context(), f.alice.Client, f.ws.ID, ConnectOptions{Handler: f.rec.handle, MinBackoff: 10 * time.Millisecond})
 	fs := f.e.fake.accept(t)
 	sent := time.Now()
-	fs.send(t, map[string]any{"op": OpReconnect, "reason": "overloaded", "retry_after_ms": 200})
+	fs.send(t, map[string]any{"op": parley.OpReconnect, "reason": "overloaded", "retry_after_ms": 200})
 	fs2 := f.e.fake.accept(t)
 	if waited := time.Since(sent); waited < 200*time.Millisecond {
 		t.Errorf("came back after %v", waited)
@@ -401,14 +401,14 @@ func TestAuthFailureIsFinal(t *testing.T) {
 			mu.Unlock()
 		}
 	}})
-	fs.closeWith(CloseAuthFailed, "token revoked")
+	fs.closeWith(parley.CloseAuthFailed, "token revoked")
 	select {
 	case <-conn.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("conn still running")
 	}
 	var ce *CloseError
-	if !errors.As(conn.Err(), &ce) || ce.Code != CloseAuthFailed || ce.Resumable() {
+	if !errors.As(conn.Err(), &ce) || ce.Code != parley.CloseAuthFailed || ce.Resumable() {
 		t.Fatalf("err %v", conn.Err())
 	}
 	mu.Lock()
@@ -429,24 +429,24 @@ func TestAuthFailureOnFirstIdentify(t *testing.T) {
 	res := connectAsync(t.Context(), f.alice.Client, f.ws.ID, ConnectOptions{Handler: f.rec.handle})
 	fs := f.e.fake.accept(t)
 	fs.hello(t, 60000)
-	fs.expect(t, OpIdentify)
-	fs.closeWith(CloseAuthFailed, "bad token")
+	fs.expect(t, parley.OpIdentify)
+	fs.closeWith(parley.CloseAuthFailed, "bad token")
 	r := waitConnect(t, res)
 	var ce *CloseError
-	if !errors.As(r.err, &ce) || ce.Code != CloseAuthFailed {
+	if !errors.As(r.err, &ce) || ce.Code != parley.CloseAuthFailed {
 		t.Fatalf("connect: %v", r)
 	}
 }
 
 func TestResumableCloseResumes(t *testing.T) {
-	for _, code := range []int{CloseGoingAway, CloseSessionTimedOut, CloseUnknownError} {
+	for _, code := range []int{parley.CloseGoingAway, parley.CloseSessionTimeout, parley.CloseUnknownError} {
 		f := newGW(t)
 		conn, fs := f.connect(t, ConnectOptions{})
 		fs.closeWith(code, "bye")
 		fs2 := f.e.fake.accept(t)
 		fs2.hello(t, 60000)
-		fs2.expect(t, OpResume)
-		fs2.send(t, map[string]any{"op": OpResumed, "replayed": 0})
+		fs2.expect(t, parley.OpResume)
+		fs2.send(t, map[string]any{"op": parley.OpResumed, "replayed": 0})
 		waitUntil(t, "resumed", func() bool { return conn.Stats().Resumes == 1 })
 	}
 }
@@ -457,8 +457,8 @@ func TestInvalidResumeSeqIdentifiesAfresh(t *testing.T) {
 	fs.drop()
 	fs2 := f.e.fake.accept(t)
 	fs2.hello(t, 60000)
-	fs2.expect(t, OpResume)
-	fs2.closeWith(CloseInvalidSeq, "seq ahead")
+	fs2.expect(t, parley.OpResume)
+	fs2.closeWith(parley.CloseInvalidSeq, "seq ahead")
 	fs3 := f.e.fake.accept(t)
 	fs3.identify(t, f.alice.Token, f.ws.ID, "n1.fresh", f.alice.ID)
 	waitUntil(t, "new session", func() bool { return conn.SessionID() == "n1.fresh" && conn.Connected() })
@@ -469,8 +469,8 @@ func TestHeartbeatsAndSilenceDetection(t *testing.T) {
 	res := connectAsync(t.Context(), f.alice.Client, f.ws.ID, ConnectOptions{Handler: f.rec.handle, MinBackoff: time.Millisecond})
 	fs := f.e.fake.accept(t)
 	fs.hello(t, 100)
-	fs.expect(t, OpIdentify)
-	fs.send(t, map[string]any{"op": OpReady, "session_id": "n1.hb", "user_id": f.alice.ID})
+	fs.expect(t, parley.OpIdentify)
+	fs.send(t, map[string]any{"op": parley.OpReady, "session_id": "n1.hb", "user_id": f.alice.ID})
 	conn := waitConnect(t, res).conn
 	waitUntil(t, "heartbeats", func() bool { return fs.heartbeats.Load() >= 3 })
 	fs.autoAck.Store(false) // the server goes silent
@@ -479,7 +479,7 @@ func TestHeartbeatsAndSilenceDetection(t *testing.T) {
 		t.Errorf("stats %+v", conn.Stats())
 	}
 	fs2.hello(t, 60000)
-	if r := fs2.expect(t, OpResume); r.SessionID != "n1.hb" {
+	if r := fs2.expect(t, parley.OpResume); r.SessionID != "n1.hb" {
 		t.Errorf("resume %s", r.Raw)
 	}
 }
@@ -490,36 +490,36 @@ func TestViewOpsSentAndRestored(t *testing.T) {
 	if err := conn.Focus([]string{f.ch.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if fr := fs.expect(t, OpFocus); !slices.Equal(fr.ChannelIDs, []string{f.ch.ID}) {
+	if fr := fs.expect(t, parley.OpFocus); !slices.Equal(fr.ChannelIDs, []string{f.ch.ID}) {
 		t.Errorf("focus %s", fr.Raw)
 	}
 	if err := conn.PresenceSub([]string{f.alice.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if fr := fs.expect(t, OpPresenceSub); !slices.Equal(fr.UserIDs, []string{f.alice.ID}) {
+	if fr := fs.expect(t, parley.OpPresenceSub); !slices.Equal(fr.UserIDs, []string{f.alice.ID}) {
 		t.Errorf("presence_sub %s", fr.Raw)
 	}
 	if err := conn.Typing(f.ch.ID, "M123"); err != nil {
 		t.Fatal(err)
 	}
-	if fr := fs.expect(t, OpTyping); fr.ChannelID != f.ch.ID || fr.ThreadRootID != "M123" {
+	if fr := fs.expect(t, parley.OpTyping); fr.ChannelID != f.ch.ID || fr.ThreadRootID != "M123" {
 		t.Errorf("typing %s", fr.Raw)
 	}
 	if err := conn.Typing(f.ch.ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	if fr := fs.expect(t, OpTyping); fr.Raw != `{"op":"typing","channel_id":"`+f.ch.ID+`"}` {
+	if fr := fs.expect(t, parley.OpTyping); fr.Raw != `{"op":"typing","channel_id":"`+f.ch.ID+`"}` {
 		t.Errorf("typing %s", fr.Raw)
 	}
 	fs.drop()
 	fs2 := f.e.fake.accept(t)
 	fs2.hello(t, 60000)
-	fs2.expect(t, OpResume)
-	fs2.send(t, map[string]any{"op": OpResumed, "replayed": 0})
-	if fr := fs2.expect(t, OpFocus); !slices.Equal(fr.ChannelIDs, []string{f.ch.ID}) {
+	fs2.expect(t, parley.OpResume)
+	fs2.send(t, map[string]any{"op": parley.OpResumed, "replayed": 0})
+	if fr := fs2.expect(t, parley.OpFocus); !slices.Equal(fr.ChannelIDs, []string{f.ch.ID}) {
 		t.Errorf("focus after resume %s", fr.Raw)
 	}
-	if fr := fs2.expect(t, OpPresenceSub); !slices.Equal(fr.UserIDs, []string{f.alice.ID}) {
+	if fr := fs2.expect(t, parley.OpPresenceSub); !slices.Equal(fr.UserIDs, []string{f.alice.ID}) {
 		t.Errorf("presence_sub after resume %s", fr.Raw)
 	}
 }
@@ -597,7 +597,7 @@ func TestSlowHandlerDropsSocketAndResumes(t *testing.T) {
 	close(release)
 	fs2 := f.e.fake.accept(t)
 	fs2.hello(t, 60000)
-	r := fs2.expect(t, OpResume)
+	r := fs2.expect(t, parley.OpResume)
 	if *r.Seq != 5 {
 		t.Fatalf("resume %s", r.Raw)
 	}
@@ -605,7 +605,7 @@ func TestSlowHandlerDropsSocketAndResumes(t *testing.T) {
 	for _, ev := range log[5:] {
 		fs2.event(t, ev)
 	}
-	fs2.send(t, map[string]any{"op": OpResumed, "replayed": 5})
+	fs2.send(t, map[string]any{"op": parley.OpResumed, "replayed": 5})
 	evs := f.rec.waitN(t, 10)
 	if got := seqs(evs, f.ch.ID); !slices.Equal(got, seqRange(2, 11)) {
 		t.Fatalf("seqs %v", got)
@@ -619,7 +619,7 @@ func TestCloseSendsNormalClosure(t *testing.T) {
 	conn.Close()
 	fs.waitClosed(t)
 	<-conn.Done()
-	if code := fs.peerClose.Load(); code != CloseNormal {
+	if code := fs.peerClose.Load(); code != parley.CloseNormal {
 		t.Errorf("close code %d", code)
 	}
 	if conn.Err() != nil || conn.Connected() {
@@ -640,7 +640,7 @@ func TestCloseFromHandler(t *testing.T) {
 	}
 	conn, fs := f.connect(t, ConnectOptions{Handler: handler})
 	close(ready)
-	fs.ephemeral(t, EventTypingStarted, map[string]string{"channel_id": f.ch.ID})
+	fs.ephemeral(t, parley.EventTypingStarted, map[string]string{"channel_id": f.ch.ID})
 	select {
 	case <-conn.Done():
 	case <-time.After(10 * time.Second):

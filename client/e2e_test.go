@@ -254,7 +254,7 @@ func TestE2ELogoutClosesSocket(t *testing.T) {
 		t.Fatal("socket still open after logout")
 	}
 	var ce *CloseError
-	if !errors.As(conn.Err(), &ce) || ce.Code != CloseAuthFailed {
+	if !errors.As(conn.Err(), &ce) || ce.Code != parley.CloseAuthFailed {
 		t.Fatalf("err %v", conn.Err())
 	}
 }
@@ -282,7 +282,7 @@ func TestE2ETypingAndMembership(t *testing.T) {
 			t.Fatal(err)
 		}
 		return slices.ContainsFunc(brec.snapshot(), func(ev Event) bool {
-			return ev.Type == EventTypingStarted && ev.ChannelID == ch.ID && !ev.Durable()
+			return ev.Type == parley.EventTypingStarted && ev.ChannelID == ch.ID && !ev.Durable()
 		})
 	})
 	if _, err := alice.Client.PostMessage(t.Context(), ch.ID, parley.NewMessage{Text: "hi bob"}); err != nil {

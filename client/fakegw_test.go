@@ -61,7 +61,7 @@ func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.Raw = string(data)
-		if f.Op == OpHeartbeat {
+		if f.Op == parley.OpHeartbeat {
 			fs.heartbeats.Add(1)
 			if fs.autoAck.Load() {
 				_ = c.WriteMessage(websocket.TextMessage, []byte(`{"op":"heartbeat_ack"}`))
@@ -172,18 +172,18 @@ func (fs *fakeSock) send(tb testing.TB, v any) {
 
 func (fs *fakeSock) hello(tb testing.TB, heartbeatMS int) {
 	tb.Helper()
-	fs.send(tb, map[string]any{"op": OpHello, "heartbeat_ms": heartbeatMS, "resume_window_s": 120})
+	fs.send(tb, map[string]any{"op": parley.OpHello, "heartbeat_ms": heartbeatMS, "resume_window_s": 120})
 }
 
 // identify plays hello, expects identify and answers ready.
 func (fs *fakeSock) identify(tb testing.TB, token, workspaceID, sessionID, userID string) {
 	tb.Helper()
 	fs.hello(tb, 60000)
-	f := fs.expect(tb, OpIdentify)
+	f := fs.expect(tb, parley.OpIdentify)
 	if f.Token != token || f.WorkspaceID != workspaceID {
 		tb.Fatalf("identify %s: want token %q workspace %q", f.Raw, token, workspaceID)
 	}
-	fs.send(tb, map[string]any{"op": OpReady, "session_id": sessionID, "user_id": userID})
+	fs.send(tb, map[string]any{"op": parley.OpReady, "session_id": sessionID, "user_id": userID})
 	fs.s = 0
 }
 

@@ -11,45 +11,7 @@ import (
 
 // The gateway's wire frames: one flat JSON object per text frame, with op.
 
-// Gateway ops.
-const (
-	OpHello          = "hello"
-	OpReady          = "ready"
-	OpResumed        = "resumed"
-	OpInvalidSession = "invalid_session"
-	OpEvent          = "event"
-	OpHeartbeatAck   = "heartbeat_ack"
-	OpReconnect      = "reconnect"
-
-	OpIdentify    = "identify"
-	OpResume      = "resume"
-	OpHeartbeat   = "heartbeat"
-	OpFocus       = "focus"
-	OpPresenceSub = "presence_sub"
-	OpTyping      = "typing"
-)
-
-// Gateway-only event types (the others are the constants of package parley).
-const (
-	EventTypingStarted   = "typing.started"
-	EventPresenceChanged = "presence.changed"
-)
-
-// Close codes of the gateway (PROTOCOL.md).
-const (
-	CloseNormal          = 1000
-	CloseGoingAway       = 1001 // resumable
-	CloseFrameTooBig     = 1009
-	CloseUnknownError    = 4000
-	CloseUnknownOp       = 4001
-	CloseDecodeError     = 4002
-	CloseNotIdentified   = 4003
-	CloseAuthFailed      = 4004 // not resumable
-	CloseAlreadyIdent    = 4005
-	CloseInvalidSeq      = 4007
-	CloseRateLimited     = 4008
-	CloseSessionTimedOut = 4009 // too slow or timed out: resumable
-)
+// The ops, close codes and event types are package parley's (protocol.go).
 
 // inFrame is any server frame, decoded the slow way. Events normally take
 // the fast path of parseEventFrame instead.
@@ -135,16 +97,10 @@ func (e *Event) Decode(v any) error {
 // allocate a string for its type.
 var knownTypes = func() map[string]string {
 	m := map[string]string{}
-	for _, t := range []string{
-		"message.created", "message.updated", "message.deleted", "reaction.added", "reaction.removed",
-		"pin.added", "pin.removed", "channel.created", "channel.updated", "channel.archived",
-		"channel.deleted", "member.joined", "member.left", "channel.read", "channel.summary",
-		"channel.hot", "thread.updated", "thread.followed", "thread.unfollowed", "thread.read",
-		"mention", "dm.opened", "user.created", "user.updated", "user.deactivated", "user.status",
-		"presence.changed", "typing.started", "workspace.updated", "workspace.member_joined",
-		"workspace.member_left", "prefs.updated", "emoji.added", "emoji.removed",
-	} {
-		m[t] = t
+	for _, t := range parley.EventTypes {
+		if t.Kind != parley.EventInternal {
+			m[t.Type] = t.Type
+		}
 	}
 	return m
 }()
@@ -157,7 +113,7 @@ func internType(b []byte) string {
 }
 
 var (
-	eventPrefix = []byte(`{"op":"event","s":`)
+	eventPrefix = []byte(`{"op":"` + parley.OpEvent + `","s":`)
 	typeKey     = []byte(`,"t":"`)
 	dataKey     = []byte(`","d":`)
 	usersKey    = []byte(`,"users":`)
@@ -363,4 +319,4 @@ type typingFrame struct {
 	ThreadRootID string `json:"thread_root_id,omitempty"`
 }
 
-var heartbeatFrame = []byte(`{"op":"heartbeat"}`)
+var heartbeatFrame = []byte(`{"op":"` + parley.OpHeartbeat + `"}`)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"parley"
 )
 
 func TestParseEventFrame(t *testing.T) {
@@ -55,7 +57,7 @@ func TestChannelPosition(t *testing.T) {
 func TestEventFrameSlowPath(t *testing.T) {
 	var f inFrame
 	raw := `{"t":"reaction.added","d":{"seq":5,"channel_id":"C2","emoji":"x"},"s":3,"op":"event"}`
-	if err := json.Unmarshal([]byte(raw), &f); err != nil || f.Op != OpEvent || f.S != 3 {
+	if err := json.Unmarshal([]byte(raw), &f); err != nil || f.Op != parley.OpEvent || f.S != 3 {
 		t.Fatalf("%+v %v", f, err)
 	}
 	if ch, seq := channelPosition(f.D); ch != "C2" || seq != 5 {
@@ -104,7 +106,7 @@ func FuzzParseEventFrame(f *testing.F) {
 		if err := json.Unmarshal(b, &f); err != nil {
 			t.Fatalf("valid frame %q does not decode: %v", b, err)
 		}
-		if f.Op != OpEvent || f.S != s || f.T != typ || !bytes.Equal(f.D, d) {
+		if f.Op != parley.OpEvent || f.S != s || f.T != typ || !bytes.Equal(f.D, d) {
 			t.Fatalf("frame %q: fast s=%d t=%q d=%q; full s=%d t=%q d=%q", b, s, typ, d, f.S, f.T, f.D)
 		}
 		if !json.Valid(d) || (users != nil && !json.Valid(users)) {

@@ -43,11 +43,6 @@ type socket struct {
 	hbSentAt    int64         // mono() of the last heartbeat sent (0: none yet); guarded by mu
 }
 
-// closeClientReconnecting is the close code a client sends when it drops a
-// socket it means to resume (a dead-looking or overloaded one); 1000 is kept
-// for a final Close, after which the server may end the session at once.
-const closeClientReconnecting = 4900
-
 // messageLimit bounds one incoming frame.
 const messageLimit = 16 << 20
 
@@ -130,21 +125,21 @@ func (s *socket) onFrame(data []byte) {
 		return
 	}
 	switch f.Op {
-	case OpEvent:
+	case parley.OpEvent:
 		s.c.onEvent(s, f.S, internType([]byte(f.T)), f.D, s.users(f.Users))
-	case OpHeartbeatAck:
-	case OpReconnect:
+	case parley.OpHeartbeatAck:
+	case parley.OpReconnect:
 		s.mu.Lock()
 		s.gotRetry, s.retryAfter = true, time.Duration(max(f.RetryAfterMS, 0))*time.Millisecond
 		s.mu.Unlock()
 		s.abort()
-	case OpReady:
+	case parley.OpReady:
 		s.c.onReady(s, f)
 		s.control(f)
-	case OpInvalidSession:
+	case parley.OpInvalidSession:
 		s.c.onInvalidSession(s, f)
 		s.control(f)
-	case OpHello, OpResumed:
+	case parley.OpHello, parley.OpResumed:
 		s.control(f)
 	default:
 		// An op this client does not know: newer servers may add some.
@@ -266,7 +261,7 @@ func (s *socket) close(code int, reason string) {
 }
 
 // abort drops a socket the client means to resume.
-func (s *socket) abort() { s.close(closeClientReconnecting, "reconnecting") }
+func (s *socket) abort() { s.close(parley.CloseClientReconnecting, "reconnecting") }
 
 // onClosed runs once when the socket has closed, whatever closed it.
 func (s *socket) onClosed(err error) {
@@ -315,24 +310,12 @@ func (e *CloseError) Error() string {
 }
 
 // Resumable reports whether the session may be resumed after this close.
-func (e *CloseError) Resumable() bool {
-	switch e.Code {
-	case CloseAuthFailed, CloseUnknownOp, CloseDecodeError, CloseAlreadyIdent, CloseInvalidSeq:
-		return false
-	}
-	return true
-}
+func (e *CloseError) Resumable() bool { return parley.CloseResumable(e.Code) }
 
 // fatal reports whether the client should give up rather than reconnect:
 // the server refused its credentials, or says the client speaks the protocol
 // wrongly (reconnecting would only repeat it).
-func (e *CloseError) fatal() bool {
-	switch e.Code {
-	case CloseAuthFailed, CloseUnknownOp, CloseDecodeError, CloseAlreadyIdent:
-		return true
-	}
-	return false
-}
+func (e *CloseError) fatal() bool { return parley.CloseFatal(e.Code) }
 
 // reconnectRequest is the server's reconnect op: come back after a while.
 type reconnectRequest struct{ after time.Duration }

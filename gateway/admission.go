@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"parley"
 )
 
 // Protection at the door: the origin allowlist (checked before the
@@ -46,13 +48,13 @@ func (c *conn) admit() bool {
 	g := c.g
 	if !g.identifyRate.allow(c.ip, g.now()) {
 		g.metrics.identifies.WithLabelValues("rate_limited").Inc()
-		c.closeWith(CloseRateLimited, "too many identifies from this address")
+		c.closeWith(parley.CloseRateLimited, "too many identifies from this address")
 		return false
 	}
 	if !g.identifyQueue.acquire(g.metrics) {
 		g.metrics.identifies.WithLabelValues("overloaded").Inc()
-		c.writeJSON(reconnectFrame{Op: "reconnect", Reason: "overloaded", RetryAfterMS: retryAfterMS(time.Second, 5*time.Second)})
-		c.closeWith(CloseRateLimited, "overloaded: reconnect later")
+		c.writeJSON(reconnectFrame{Op: parley.OpReconnect, Reason: "overloaded", RetryAfterMS: retryAfterMS(time.Second, 5*time.Second)})
+		c.closeWith(parley.CloseRateLimited, "overloaded: reconnect later")
 		return false
 	}
 	if c.closing.Load() { // closed (or the node began to shut down) while it waited

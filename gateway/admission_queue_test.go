@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"parley"
+
 	"testing"
 	"time"
 
@@ -72,7 +74,7 @@ func TestIdentifyQueueBounded(t *testing.T) {
 		if f := c.next(); f.Op != "reconnect" || f.Reason != "overloaded" {
 			t.Fatalf("identify beyond the queue: %+v, want reconnect overloaded", f)
 		}
-		if code := c.closeCode(); code != CloseRateLimited {
+		if code := c.closeCode(); code != parley.CloseRateLimited {
 			t.Fatalf("close %d, want 4008", code)
 		}
 	}
@@ -83,7 +85,7 @@ func TestIdentifyQueueBounded(t *testing.T) {
 		if f := c.next(); f.Op != "reconnect" || f.Reason != "overloaded" {
 			t.Fatalf("queued identify after its wait: %+v, want reconnect overloaded", f)
 		}
-		if code := c.closeCode(); code != CloseRateLimited {
+		if code := c.closeCode(); code != parley.CloseRateLimited {
 			t.Fatalf("close %d, want 4008", code)
 		}
 	}

@@ -41,7 +41,7 @@ func TestIdentifyAdmission(t *testing.T) {
 	if f.Op != "reconnect" || f.Reason != "overloaded" || f.RetryAfterMS < 1000 || f.RetryAfterMS >= 6000 {
 		t.Fatalf("overloaded answer %+v", f)
 	}
-	if code := second.closeCode(); code != CloseRateLimited {
+	if code := second.closeCode(); code != parley.CloseRateLimited {
 		t.Fatalf("close %d, want 4008", code)
 	}
 	close(gate)
@@ -55,7 +55,7 @@ func TestIdentifyAdmission(t *testing.T) {
 	e2.identify(b, ws2)
 	c := e2.connect()
 	c.send(map[string]any{"op": "identify", "token": b.token, "workspace_id": ws2.ID})
-	if code := c.closeCode(); code != CloseRateLimited {
+	if code := c.closeCode(); code != parley.CloseRateLimited {
 		t.Fatalf("second identify from the IP: close %d, want 4008", code)
 	}
 }
@@ -80,7 +80,7 @@ func TestPresenceSub(t *testing.T) {
 	cb.drop()
 	waitPresence(t, ca, b.ID, "offline")
 	for _, f := range cx.events() {
-		if f.T == EventPresenceChanged {
+		if f.T == parley.EventPresenceChanged {
 			t.Fatal("presence sent to a session that did not ask")
 		}
 	}
@@ -91,7 +91,7 @@ func waitPresence(t *testing.T, c *client, userID, status string) {
 	c.waitFor("presence "+status, func() bool {
 		for i := len(c.frames) - 1; i >= 0; i-- {
 			f := c.frames[i]
-			if f.T != EventPresenceChanged {
+			if f.T != parley.EventPresenceChanged {
 				continue
 			}
 			var d struct {

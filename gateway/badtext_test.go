@@ -26,7 +26,7 @@ func TestTypingBadThreadID(t *testing.T) {
 	ca.send(map[string]any{"op": "typing", "channel_id": ch.ID, "thread_root_id": "M1\x00x"})
 	// Not charged to the limiter: the next typing goes through.
 	ca.send(map[string]any{"op": "typing", "channel_id": ch.ID, "thread_root_id": "M2"})
-	got := cb.waitEvents(EventTypingStarted, 1)
+	got := cb.waitEvents(parley.EventTypingStarted, 1)
 	var d struct {
 		ThreadRootID string `json:"thread_root_id"`
 	}
@@ -52,8 +52,8 @@ func TestIdentifyBadWorkspaceID(t *testing.T) {
 	for _, id := range []string{"W\x00", "W\xff"} {
 		c := e.connect()
 		c.send(map[string]any{"op": "identify", "token": a.token, "workspace_id": id})
-		if code := c.closeCode(); code != CloseAuthFailed {
-			t.Fatalf("workspace_id %q: close code %d, want %d", id, code, CloseAuthFailed)
+		if code := c.closeCode(); code != parley.CloseAuthFailed {
+			t.Fatalf("workspace_id %q: close code %d, want %d", id, code, parley.CloseAuthFailed)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func BenchmarkFanout(b *testing.B) {
 			}
 			defer g.stopWorkers()
 			const channelID = "Cbench"
-			topic := channelPrefix + channelID
+			topic := parley.TopicPrefixChannel + channelID
 			sinks := make([]*discardSink, n)
 			for i := range n {
 				s := g.newSession(fmt.Sprintf("n1.s%d", i), fmt.Sprintf("U%d", i), "W1", "h")

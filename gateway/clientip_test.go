@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"parley"
+
 	"net/http"
 	"testing"
 
@@ -37,7 +39,7 @@ func TestIdentifyRateKeyNotClientChosen(t *testing.T) {
 		t.Fatalf("first identify: %+v", f)
 	}
 	c := dial("198.51.100.2")
-	if code := c.closeCode(); code != CloseRateLimited {
+	if code := c.closeCode(); code != parley.CloseRateLimited {
 		t.Fatalf("second identify from the same client with another X-Forwarded-For: close %d, want 4008", code)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/lesismal/nbio/nbhttp/websocket"
 	"golang.org/x/time/rate"
+
+	"parley"
 )
 
 // conn is one WebSocket connection. nbio hands it one inbound message at a
@@ -49,7 +51,7 @@ func (c *conn) onMessage(mt websocket.MessageType, data []byte) {
 		return
 	}
 	if mt != websocket.TextMessage {
-		c.closeWith(CloseDecodeError, "frames must be text")
+		c.closeWith(parley.CloseDecodeError, "frames must be text")
 		return
 	}
 	// Heartbeats are most of what clients send: answer the canonical one
@@ -61,39 +63,39 @@ func (c *conn) onMessage(mt websocket.MessageType, data []byte) {
 	}
 	var f inFrame
 	if err := json.Unmarshal(data, &f); err != nil {
-		c.closeWith(CloseDecodeError, "invalid JSON frame")
+		c.closeWith(parley.CloseDecodeError, "invalid JSON frame")
 		return
 	}
 	switch f.Op {
-	case opHeartbeat:
+	case parley.OpHeartbeat:
 		c.lastBeat.Store(c.g.now().UnixNano())
 		c.write(heartbeatAck)
-	case opIdentify, opResume:
+	case parley.OpIdentify, parley.OpResume:
 		if c.identified.Load() {
-			c.closeWith(CloseAlreadyIdentifed, "already identified")
+			c.closeWith(parley.CloseAlreadyIdentified, "already identified")
 			return
 		}
-		if f.Op == opIdentify {
+		if f.Op == parley.OpIdentify {
 			c.identify(&f)
 		} else {
 			c.resume(&f)
 		}
-	case opFocus, opPresenceSub, opTyping:
+	case parley.OpFocus, parley.OpPresenceSub, parley.OpTyping:
 		s := c.sess.Load()
 		if !c.identified.Load() || s == nil {
-			c.closeWith(CloseNotIdentified, "identify first")
+			c.closeWith(parley.CloseNotIdentified, "identify first")
 			return
 		}
 		switch f.Op {
-		case opFocus:
+		case parley.OpFocus:
 			c.focus(s, &f)
-		case opPresenceSub:
+		case parley.OpPresenceSub:
 			c.presenceSub(s, &f)
-		case opTyping:
+		case parley.OpTyping:
 			c.typing(s, &f)
 		}
 	default:
-		c.closeWith(CloseUnknownOp, "unknown op")
+		c.closeWith(parley.CloseUnknownOp, "unknown op")
 	}
 }
 
@@ -118,7 +120,7 @@ func (c *conn) onClose(error) {
 // identifyTimedOut closes a connection that has not identified in time.
 func (c *conn) identifyTimedOut() {
 	if !c.identified.Load() {
-		c.closeWith(CloseNotIdentified, "not identified in time")
+		c.closeWith(parley.CloseNotIdentified, "not identified in time")
 	}
 }
 
@@ -172,7 +174,7 @@ func (g *Gateway) watchPresence(s *session, ids []string) {
 			UserID   string `json:"user_id"`
 			Presence string `json:"presence"`
 		}{userID, status})
-		e := &event{typ: EventPresenceChanged, ephemeral: true, tail: encodeTail(EventPresenceChanged, data), recv: g.now()}
+		e := &event{typ: parley.EventPresenceChanged, ephemeral: true, tail: encodeTail(parley.EventPresenceChanged, data), recv: g.now()}
 		s.p.postAsync(func() {
 			if !s.removed {
 				s.p.enqueue(s, e)
@@ -243,5 +245,5 @@ func (c *conn) closeWith(code int, reason string) {
 // or without spaces after the colon; any other spelling takes the decoder.
 func isHeartbeat(data []byte) bool {
 	d := bytes.TrimSpace(data)
-	return bytes.Equal(d, []byte(`{"op":"heartbeat"}`)) || bytes.Equal(d, []byte(`{"op": "heartbeat"}`))
+	return bytes.Equal(d, heartbeatFrame) || bytes.Equal(d, heartbeatFrameSpaced)
 }

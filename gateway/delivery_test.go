@@ -181,7 +181,7 @@ func TestTyping(t *testing.T) {
 	ca.send(map[string]any{"op": "typing", "channel_id": priv.ID})
 	ca.send(map[string]any{"op": "typing", "channel_id": priv.ID}) // throttled
 	cx.send(map[string]any{"op": "typing", "channel_id": priv.ID}) // not a member
-	got := cb.waitEvents(EventTypingStarted, 1)
+	got := cb.waitEvents(parley.EventTypingStarted, 1)
 	if d := got[0].data(t); d.UserID != a.ID || d.ChannelID != priv.ID {
 		t.Fatalf("typing %+v", d)
 	}
@@ -189,11 +189,11 @@ func TestTyping(t *testing.T) {
 	e.post(a, priv, "after")
 	cb.waitEvents(parley.EventMessageCreated, 1)
 	ca.waitEvents(parley.EventMessageCreated, 1)
-	if n := len(cb.waitEvents(EventTypingStarted, 1)); n != 1 {
+	if n := len(cb.waitEvents(parley.EventTypingStarted, 1)); n != 1 {
 		t.Fatalf("b got %d typing events, want 1", n)
 	}
 	for _, f := range ca.events() {
-		if f.T == EventTypingStarted {
+		if f.T == parley.EventTypingStarted {
 			t.Fatal("the typer got its own typing")
 		}
 	}
@@ -215,7 +215,7 @@ func TestLogoutClosesSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []*client{c1, c2} {
-		if code := c.closeCode(); code != CloseAuthFailed {
+		if code := c.closeCode(); code != parley.CloseAuthFailed {
 			t.Fatalf("close %d, want 4004", code)
 		}
 	}
@@ -246,7 +246,7 @@ func TestShutdownSendsReconnect(t *testing.T) {
 		if f.Reason != "shutdown" || f.RetryAfterMS < 0 || f.RetryAfterMS > 5000 {
 			t.Fatalf("reconnect %+v", f)
 		}
-		if code := cl.closeCode(); code != CloseGoingAway {
+		if code := cl.closeCode(); code != parley.CloseGoingAway {
 			t.Fatalf("close %d, want 1001", code)
 		}
 	}

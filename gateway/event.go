@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"strings"
 	"time"
 
 	"parley"
@@ -30,10 +29,6 @@ type event struct {
 // durable reports whether the event is in a channel's log.
 func (e *event) durable() bool { return e.seq > 0 && e.channelID != "" }
 
-func isEphemeral(typ string) bool {
-	return typ == EventTypingStarted || typ == EventPresenceChanged
-}
-
 // newEvent prepares ev for delivery.
 func newEvent(ev parley.Event, recv time.Time) *event {
 	e := &event{
@@ -41,13 +36,13 @@ func newEvent(ev parley.Event, recv time.Time) *event {
 		channelID:   ev.ChannelID,
 		seq:         ev.Seq,
 		typ:         ev.Type,
-		ephemeral:   isEphemeral(ev.Type),
+		ephemeral:   parley.IsEphemeralEvent(ev.Type),
 		tail:        encodeTail(ev.Type, ev.Data),
 		recv:        recv,
 	}
 	switch ev.Type {
 	case parley.EventMemberJoined, parley.EventMemberLeft, parley.EventChannelCreated,
-		EventTypingStarted, parley.EventSessionRevoked:
+		parley.EventTypingStarted, parley.EventSessionRevoked:
 		var d struct {
 			UserID    string `json:"user_id"`
 			TokenHash string `json:"token_hash"`
@@ -63,32 +58,4 @@ func newEvent(ev parley.Event, recv time.Time) *event {
 		}
 	}
 	return e
-}
-
-// Topic kinds, from the topic's prefix.
-type topicKind uint8
-
-const (
-	topicOther topicKind = iota
-	topicChannel
-	topicUser
-	topicWorkspace
-)
-
-const (
-	channelPrefix   = "ch."
-	userPrefix      = "user."
-	workspacePrefix = "ws."
-)
-
-func kindOf(topic string) topicKind {
-	switch {
-	case strings.HasPrefix(topic, channelPrefix):
-		return topicChannel
-	case strings.HasPrefix(topic, userPrefix):
-		return topicUser
-	case strings.HasPrefix(topic, workspacePrefix):
-		return topicWorkspace
-	}
-	return topicOther
 }

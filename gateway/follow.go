@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"time"
+
+	"parley"
 )
 
 // Which channels a session follows, and from where. All of it runs on the
@@ -17,7 +19,7 @@ const fillRetry = time.Second
 // past last, the session first catches up from the log.
 func (p *partition) follow(s *session, channelID string, last, start int64) {
 	s.chans[channelID] = &chanPos{last: last}
-	p.indexAdd(channelPrefix+channelID, s)
+	p.indexAdd(parley.TopicPrefixChannel+channelID, s)
 	if max(p.chanPos[channelID], start) > last {
 		p.startFill(s, channelID)
 	}
@@ -31,7 +33,7 @@ func (p *partition) join(s *session, channelID string, seq int64) {
 		return
 	}
 	delete(s.left, channelID)
-	p.g.hub.later(subOp{topic: channelPrefix + channelID, after: seq})
+	p.g.hub.later(subOp{topic: parley.TopicPrefixChannel + channelID, after: seq})
 	p.follow(s, channelID, seq, 0)
 }
 
@@ -46,8 +48,8 @@ func (p *partition) leave(s *session, channelID string) {
 		s.left = map[string]int64{}
 	}
 	s.left[channelID] = cp.last
-	p.indexRemove(channelPrefix+channelID, s)
-	p.g.hub.later(subOp{topic: channelPrefix + channelID, release: true})
+	p.indexRemove(parley.TopicPrefixChannel+channelID, s)
+	p.g.hub.later(subOp{topic: parley.TopicPrefixChannel + channelID, release: true})
 }
 
 // leaveAfter makes the session leave the channel once it has been given

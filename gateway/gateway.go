@@ -149,7 +149,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.writeJSON(helloFrame{
-		Op:            "hello",
+		Op:            parley.OpHello,
 		HeartbeatMS:   g.cfg.HeartbeatInterval.Milliseconds(),
 		ResumeWindowS: int64(g.cfg.ResumeWindow / time.Second),
 	})
@@ -165,8 +165,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the socket with 1001; the session stays resumable as long as the node
 // lives.
 func (c *conn) goAway() {
-	c.writeJSON(reconnectFrame{Op: "reconnect", Reason: "shutdown", RetryAfterMS: retryAfterMS(0, 5*time.Second)})
-	c.closeWith(CloseGoingAway, "server shutting down")
+	c.writeJSON(reconnectFrame{Op: parley.OpReconnect, Reason: "shutdown", RetryAfterMS: retryAfterMS(0, 5*time.Second)})
+	c.closeWith(parley.CloseGoingAway, "server shutting down")
 }
 
 // connClosed forgets a closed connection.
@@ -303,7 +303,7 @@ func typingEvent(workspaceID, channelID, threadRootID, userID string, now time.T
 	return parley.Event{
 		WorkspaceID: workspaceID,
 		ChannelID:   channelID,
-		Type:        EventTypingStarted,
+		Type:        parley.EventTypingStarted,
 		Data:        data,
 		CreatedAt:   now,
 		Topics:      []string{parley.TopicChannel(channelID)},

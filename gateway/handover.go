@@ -168,7 +168,7 @@ func (p *partition) handOver(s *session, req handoverRequest) handoverReply {
 	rep.Presence, rep.Focus = s.watched, s.focus
 	s.mu.Unlock()
 	rep.KnownUsers = p.g.knownUserIDs(s)
-	p.kill(s, CloseSessionTimeout, "session resumed on another node")
+	p.kill(s, parley.CloseSessionTimeout, "session resumed on another node")
 	return rep
 }
 

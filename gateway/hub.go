@@ -63,7 +63,7 @@ func (h *hub) onEvent(ev parley.Event) {
 		return
 	}
 	topic := ev.Topics[0]
-	if strings.HasPrefix(topic, channelPrefix) {
+	if strings.HasPrefix(topic, parley.TopicPrefixChannel) {
 		h.onChannelEvent(ev)
 		return
 	}
@@ -101,7 +101,7 @@ func (h *hub) acquire(topic string, after int64) (int64, error) {
 		h.mu.Unlock()
 		return start, nil
 	}
-	channelID, isChannel := strings.CutPrefix(topic, channelPrefix)
+	channelID, isChannel := strings.CutPrefix(topic, parley.TopicPrefixChannel)
 	if isChannel {
 		h.seq.Track(channelID, after)
 	}
@@ -139,7 +139,7 @@ func (h *hub) release(topic string) {
 	}
 	delete(h.topics, topic)
 	h.g.metrics.subscriptions.Dec()
-	channelID, isChannel := strings.CutPrefix(topic, channelPrefix)
+	channelID, isChannel := strings.CutPrefix(topic, parley.TopicPrefixChannel)
 	if isChannel {
 		h.seq.Untrack(channelID)
 	}
@@ -206,7 +206,7 @@ func (h *hub) work(stop <-chan struct{}) {
 // events go straight out; durable ones through the sequencer.
 func (h *hub) onChannelEvent(ev parley.Event) {
 	if ev.Seq <= 0 {
-		h.dispatch(channelPrefix+ev.ChannelID, ev)
+		h.dispatch(parley.TopicPrefixChannel+ev.ChannelID, ev)
 		return
 	}
 	h.seq.Push(ev)
@@ -215,7 +215,7 @@ func (h *hub) onChannelEvent(ev parley.Event) {
 // deliverOrdered is the sequencer's output: a channel's durable events in
 // order, each once.
 func (h *hub) deliverOrdered(ev parley.Event) {
-	h.dispatch(channelPrefix+ev.ChannelID, ev)
+	h.dispatch(parley.TopicPrefixChannel+ev.ChannelID, ev)
 }
 
 // dispatch encodes ev once and hands it to every partition.
@@ -237,7 +237,7 @@ func (h *hub) unsubscribeAll() {
 	h.closed = true
 	h.mu.Unlock()
 	for topic, ts := range topics {
-		if channelID, ok := strings.CutPrefix(topic, channelPrefix); ok {
+		if channelID, ok := strings.CutPrefix(topic, parley.TopicPrefixChannel); ok {
 			h.seq.Untrack(channelID)
 		}
 		ts.unsub()

@@ -56,7 +56,7 @@ func (c *conn) identify(f *inFrame) {
 	if err := g.acquireAll(topics, refs, starts); err != nil {
 		g.log.Error("gateway subscribe failed", "user_id", login.UserID, "err", err)
 		g.metrics.identifies.WithLabelValues("error").Inc()
-		c.closeWith(CloseUnknownError, "internal error")
+		c.closeWith(parley.CloseUnknownError, "internal error")
 		return
 	}
 	s.topics = topics
@@ -67,7 +67,7 @@ func (c *conn) identify(f *inFrame) {
 	c.sess.Store(s)
 	c.identified.Store(true)
 	c.timer.Stop()
-	c.writeJSON(readyFrame{Op: "ready", SessionID: s.id, UserID: s.userID})
+	c.writeJSON(readyFrame{Op: parley.OpReady, SessionID: s.id, UserID: s.userID})
 	g.presenceConnect(s)
 	s.p.post(func() { s.p.addSession(s, c, refs, starts) })
 	g.metrics.identifies.WithLabelValues("ok").Inc()
@@ -86,13 +86,13 @@ func (g *Gateway) acquireAll(topics []string, refs []parley.ChannelRef, starts [
 		taken = append(taken, t)
 	}
 	for i, r := range refs {
-		start, err := g.hub.acquire(channelPrefix+r.ID, r.LastSeq)
+		start, err := g.hub.acquire(parley.TopicPrefixChannel+r.ID, r.LastSeq)
 		if err != nil {
 			g.releaseAll(taken)
 			return err
 		}
 		starts[i] = start
-		taken = append(taken, channelPrefix+r.ID)
+		taken = append(taken, parley.TopicPrefixChannel+r.ID)
 	}
 	return nil
 }
@@ -106,14 +106,14 @@ func (g *Gateway) releaseAll(topics []string) {
 // authFailed closes the connection: 4004 when the store refused the
 // token or the workspace, 4000 when it failed.
 func (c *conn) authFailed(op string, err error) {
-	switch parley.ErrorCode(err) {
-	case parley.EUNAUTHORIZED, parley.ENOTFOUND, parley.EFORBIDDEN, parley.EINVALID:
+	switch parley.CloseCodeFor(err) {
+	case parley.CloseAuthFailed:
 		c.g.metrics.counter(op, "auth_failed").Inc()
-		c.closeWith(CloseAuthFailed, "authentication failed")
+		c.closeWith(parley.CloseAuthFailed, "authentication failed")
 	default:
 		c.g.log.Error("gateway "+op+" failed", "err", err)
 		c.g.metrics.counter(op, "error").Inc()
-		c.closeWith(CloseUnknownError, "internal error")
+		c.closeWith(parley.CloseUnknownError, "internal error")
 	}
 }
 
@@ -152,7 +152,7 @@ func (c *conn) resume(f *inFrame) {
 	defer c.releaseAdmission()
 	g := c.g
 	if f.Seq == nil || f.SessionID == "" {
-		c.closeWith(CloseDecodeError, "resume needs session_id and seq")
+		c.closeWith(parley.CloseDecodeError, "resume needs session_id and seq")
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
@@ -170,7 +170,7 @@ func (c *conn) resume(f *inFrame) {
 		switch out {
 		case resumeBadSeq:
 			g.metrics.resumes.WithLabelValues("invalid_seq").Inc()
-			c.closeWith(CloseInvalidSeq, "resume seq is ahead of the session")
+			c.closeWith(parley.CloseInvalidSeq, "resume seq is ahead of the session")
 			return
 		case resumeTooOld:
 			c.invalidSession("replay_unavailable")
@@ -190,7 +190,7 @@ func (c *conn) resume(f *inFrame) {
 		g.metrics.resumes.WithLabelValues("ok").Inc()
 	case resumeBadSeq:
 		g.metrics.resumes.WithLabelValues("invalid_seq").Inc()
-		c.closeWith(CloseInvalidSeq, "resume seq is ahead of the session")
+		c.closeWith(parley.CloseInvalidSeq, "resume seq is ahead of the session")
 	case resumeTooOld:
 		c.invalidSession("replay_unavailable")
 	default:
@@ -202,7 +202,7 @@ func (c *conn) resume(f *inFrame) {
 // for an identify.
 func (c *conn) invalidSession(reason string) {
 	c.g.metrics.resumes.WithLabelValues(reason).Inc()
-	c.writeJSON(invalidSessionFrame{Op: "invalid_session", Reason: reason})
+	c.writeJSON(invalidSessionFrame{Op: parley.OpInvalidSession, Reason: reason})
 }
 
 // attach hands a session to a new socket: the events after seq are queued
@@ -221,7 +221,7 @@ func (p *partition) attach(s *session, c *conn, seq uint64) resumeOutcome {
 	}
 	if old := s.c; old != nil {
 		p.detach(s)
-		old.closeWith(CloseSessionTimeout, "session resumed on another connection")
+		old.closeWith(parley.CloseSessionTimeout, "session resumed on another connection")
 	}
 	c.lastBeat.Store(p.now)
 	c.sess.Store(s)

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"parley"
+
 	"time"
 
 	"golang.org/x/time/rate"
@@ -36,8 +38,8 @@ func (c *conn) overRate() bool {
 		return false
 	}
 	c.g.metrics.floodCloses.Inc()
-	c.writeJSON(reconnectFrame{Op: "reconnect", Reason: "rate_limited", RetryAfterMS: retryAfterMS(floodRetryAfter, floodRetryAfter)})
-	c.closeWith(CloseRateLimited, "too many frames: slow down")
+	c.writeJSON(reconnectFrame{Op: parley.OpReconnect, Reason: "rate_limited", RetryAfterMS: retryAfterMS(floodRetryAfter, floodRetryAfter)})
+	c.closeWith(parley.CloseRateLimited, "too many frames: slow down")
 	return true
 }
 

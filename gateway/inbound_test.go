@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"parley"
+
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -55,7 +57,7 @@ func TestInboundFloodClosed(t *testing.T) {
 			if f := c.nextOp("reconnect"); f.Reason != "rate_limited" || f.RetryAfterMS < 5000 || f.RetryAfterMS >= 10000 {
 				t.Fatalf("answer to a flood %+v, want reconnect rate_limited after 5-10 s", f)
 			}
-			if code := c.closeCode(); code != CloseRateLimited {
+			if code := c.closeCode(); code != parley.CloseRateLimited {
 				t.Fatalf("close %d, want 4008", code)
 			}
 			if n := counterValue(t, e.reg, "parley_gateway_inbound_rate_closes_total"); n != float64(i+1) {

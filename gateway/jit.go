@@ -59,9 +59,6 @@ const (
 	jitTimeout = 2 * time.Second
 )
 
-// specialMentions are @-mentions that name no user.
-var specialMentions = map[string]bool{"channel": true, "here": true, "everyone": true}
-
 // userRef is one user an event references: its interned number and its
 // JSON object, encoded once for every session.
 type userRef struct {
@@ -167,7 +164,7 @@ func decodeMessageRefs(data json.RawMessage) (messageRefs, bool) {
 	}
 	r := messageRefs{author: d.Message.UserID}
 	for _, h := range parley.Mentions(d.Message.Text) {
-		if !specialMentions[h] {
+		if !parley.IsBroadcastMention(h) {
 			r.handles = append(r.handles, h)
 		}
 	}

@@ -54,7 +54,7 @@ func benchFanoutJIT(b *testing.B, n int, newAuthors bool) {
 	}
 	defer g.stopWorkers()
 	const channelID = "Cbench"
-	topic := channelPrefix + channelID
+	topic := parley.TopicPrefixChannel + channelID
 	sinks := make([]*discardSink, n)
 	for i := range n {
 		s := g.newSession(fmt.Sprintf("n1.s%d", i), fmt.Sprintf("U%d", i), "W1", "h")

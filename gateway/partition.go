@@ -182,8 +182,8 @@ func (p *partition) publishCounts() {
 // deliver enqueues e to every session of this partition that follows
 // topic and may see it.
 func (p *partition) deliver(topic string, e *event) {
-	kind := kindOf(topic)
-	if kind == topicChannel && e.seq > p.chanPos[e.channelID] {
+	kind := parley.TopicKindOf(topic)
+	if kind == parley.TopicKindChannel && e.seq > p.chanPos[e.channelID] {
 		p.chanPos[e.channelID] = e.seq
 	}
 	set := p.index[topic]
@@ -203,17 +203,17 @@ func (p *partition) deliver(topic string, e *event) {
 // position there; the copies that come on user and workspace topics go only
 // to sessions that do not follow the channel, and tell a session's partition
 // when its user joined or left one.
-func (p *partition) deliverTo(s *session, e *event, kind topicKind) {
+func (p *partition) deliverTo(s *session, e *event, kind parley.TopicKind) {
 	if e.workspaceID != "" && e.workspaceID != s.workspaceID {
 		return // a user topic carries all of the user's workspaces
 	}
-	if e.typ == EventTypingStarted && e.userID == s.userID {
+	if e.typ == parley.EventTypingStarted && e.userID == s.userID {
 		return // not back to the typer
 	}
 	if e.typ == parley.EventSessionRevoked {
 		// Internal to the servers: it closes that token's sockets.
 		if e.tokenHash == s.tokenHash {
-			p.kill(s, CloseAuthFailed, "session revoked")
+			p.kill(s, parley.CloseAuthFailed, "session revoked")
 		}
 		return
 	}
@@ -222,7 +222,7 @@ func (p *partition) deliverTo(s *session, e *event, kind topicKind) {
 		return
 	}
 	cp, follows := s.chans[e.channelID]
-	if kind == topicChannel {
+	if kind == parley.TopicKindChannel {
 		if !follows || cp.catching || e.seq <= cp.last {
 			return
 		}
@@ -248,7 +248,7 @@ func (p *partition) deliverTo(s *session, e *event, kind topicKind) {
 	}
 	p.enqueue(s, e)
 	joined := (e.typ == parley.EventMemberJoined && e.userID == s.userID) ||
-		(e.typ == parley.EventChannelCreated && (kind == topicUser || e.userID == s.userID))
+		(e.typ == parley.EventChannelCreated && (kind == parley.TopicKindUser || e.userID == s.userID))
 	if joined {
 		p.join(s, e.channelID, e.seq)
 	}
@@ -268,7 +268,7 @@ func (p *partition) enqueue(s *session, e *event) {
 		p.g.metrics.slowCloses.Inc()
 		c := s.c
 		p.detach(s)
-		c.closeWith(CloseSessionTimeout, "send queue full")
+		c.closeWith(parley.CloseSessionTimeout, "send queue full")
 	}
 	if s.ring.len() >= p.g.cfg.ReplayMax {
 		if s.ring.first > s.sentS {
@@ -343,7 +343,7 @@ func (p *partition) flush(s *session) {
 	failed := false
 	for budget > 0 {
 		if s.resumeOwed && s.sentS == s.resumeMark {
-			p.scratch = appendJSON(p.scratch[:0], resumedFrame{Op: "resumed", Replayed: s.resumeCount})
+			p.scratch = appendJSON(p.scratch[:0], resumedFrame{Op: parley.OpResumed, Replayed: s.resumeCount})
 			s.resumeOwed = false
 			if !c.text(p.scratch) {
 				failed = true
@@ -409,12 +409,12 @@ func (p *partition) reap() {
 			if d.code != 0 {
 				c.closeWith(d.code, d.reason)
 			} else {
-				c.closeWith(CloseSessionTimeout, "session ended")
+				c.closeWith(parley.CloseSessionTimeout, "session ended")
 			}
 		}
 		for ch := range s.chans {
-			p.indexRemove(channelPrefix+ch, s)
-			p.g.hub.later(subOp{topic: channelPrefix + ch, release: true})
+			p.indexRemove(parley.TopicPrefixChannel+ch, s)
+			p.g.hub.later(subOp{topic: parley.TopicPrefixChannel + ch, release: true})
 		}
 		for _, t := range s.topics {
 			p.indexRemove(t, s)
@@ -471,7 +471,7 @@ func (p *partition) sweep() {
 		if s.c != nil {
 			if c, ok := s.c.(*conn); ok && c.lastBeat.Load() < hbDeadline {
 				p.detach(s)
-				c.closeWith(CloseSessionTimeout, "heartbeat timeout")
+				c.closeWith(parley.CloseSessionTimeout, "heartbeat timeout")
 			}
 		} else if s.detachedAt < windowDeadline {
 			p.kill(s, 0, "")

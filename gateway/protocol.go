@@ -5,39 +5,11 @@ import (
 	"encoding/base32"
 	"encoding/json"
 	"strconv"
+
+	"parley"
 )
 
-// Close codes of the protocol (PROTOCOL.md, "Gateway sessions").
-const (
-	CloseGoingAway        = 1001 // server going away (resumable)
-	CloseTooBig           = 1009 // frame too big
-	CloseUnknownError     = 4000
-	CloseUnknownOp        = 4001
-	CloseDecodeError      = 4002
-	CloseNotIdentified    = 4003 // not identified in time, or an op before identify
-	CloseAuthFailed       = 4004 // authentication failed or revoked (not resumable)
-	CloseAlreadyIdentifed = 4005
-	CloseInvalidSeq       = 4007 // resume seq above the last s sent
-	CloseRateLimited      = 4008
-	CloseSessionTimeout   = 4009 // too slow, or heartbeats missed (resumable)
-)
-
-// Client → server ops.
-const (
-	opIdentify    = "identify"
-	opResume      = "resume"
-	opHeartbeat   = "heartbeat"
-	opFocus       = "focus"
-	opPresenceSub = "presence_sub"
-	opTyping      = "typing"
-)
-
-// Ephemeral event types: they are dropped first under pressure and never
-// take an s when dropped.
-const (
-	EventTypingStarted   = "typing.started"
-	EventPresenceChanged = "presence.changed"
-)
+// The ops, close codes and event types are package parley's (protocol.go).
 
 // Bounds on the lists of the client ops.
 const (
@@ -88,11 +60,17 @@ type reconnectFrame struct {
 	RetryAfterMS int64  `json:"retry_after_ms"`
 }
 
-var heartbeatAck = []byte(`{"op":"heartbeat_ack"}`)
+var heartbeatAck = []byte(`{"op":"` + parley.OpHeartbeatAck + `"}`)
+
+// The heartbeats that conn.onMessage answers without a JSON decoder.
+var (
+	heartbeatFrame       = []byte(`{"op":"` + parley.OpHeartbeat + `"}`)
+	heartbeatFrameSpaced = []byte(`{"op": "` + parley.OpHeartbeat + `"}`)
+)
 
 // eventPrefix starts every event frame; the session's s follows, then the
 // event's shared tail.
-const eventPrefix = `{"op":"event","s":`
+const eventPrefix = `{"op":"` + parley.OpEvent + `","s":`
 
 // encodeTail builds the part of an event frame that every session shares:
 // `,"t":"<type>","d":<data>}`.

@@ -40,7 +40,7 @@ func TestIdentifyReadyHeartbeat(t *testing.T) {
 	}
 	// A second identify on the same socket is 4005.
 	c.send(map[string]any{"op": "identify", "token": a.token, "workspace_id": ws.ID})
-	if code := c.closeCode(); code != CloseAlreadyIdentifed {
+	if code := c.closeCode(); code != parley.CloseAlreadyIdentified {
 		t.Fatalf("close %d, want 4005", code)
 	}
 }
@@ -73,13 +73,13 @@ func TestCloseCodes(t *testing.T) {
 		send any
 		want int
 	}{
-		{"bad token", map[string]any{"op": "identify", "token": "nope", "workspace_id": ws.ID}, CloseAuthFailed},
-		{"not a member", map[string]any{"op": "identify", "token": other.token, "workspace_id": ws.ID}, CloseAuthFailed},
-		{"unknown op", map[string]any{"op": "dance"}, CloseUnknownOp},
-		{"bad json", "{nope", CloseDecodeError},
-		{"op before identify", map[string]any{"op": "typing", "channel_id": "C1"}, CloseNotIdentified},
-		{"frame too big", map[string]any{"op": "heartbeat", "pad": strings.Repeat("x", 2000)}, CloseTooBig},
-		{"identify timeout", nil, CloseNotIdentified},
+		{"bad token", map[string]any{"op": "identify", "token": "nope", "workspace_id": ws.ID}, parley.CloseAuthFailed},
+		{"not a member", map[string]any{"op": "identify", "token": other.token, "workspace_id": ws.ID}, parley.CloseAuthFailed},
+		{"unknown op", map[string]any{"op": "dance"}, parley.CloseUnknownOp},
+		{"bad json", "{nope", parley.CloseDecodeError},
+		{"op before identify", map[string]any{"op": "typing", "channel_id": "C1"}, parley.CloseNotIdentified},
+		{"frame too big", map[string]any{"op": "heartbeat", "pad": strings.Repeat("x", 2000)}, parley.CloseFrameTooBig},
+		{"identify timeout", nil, parley.CloseNotIdentified},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -92,7 +92,7 @@ func TestResumeTakesOver(t *testing.T) {
 	if f := c.next(); f.Op != "resumed" || f.Replayed != 0 {
 		t.Fatalf("resume answer %+v", f)
 	}
-	if code := old.closeCode(); code != CloseSessionTimeout {
+	if code := old.closeCode(); code != parley.CloseSessionTimeout {
 		t.Fatalf("old socket closed %d, want 4009", code)
 	}
 	e.post(a, general, "two")
@@ -116,14 +116,14 @@ func TestResumeRefused(t *testing.T) {
 	c.waitEvents(parley.EventMessageCreated, 1)
 	c2 := e.connect()
 	c2.send(map[string]any{"op": "resume", "token": a.token, "session_id": ready.SessionID, "seq": 5})
-	if code := c2.closeCode(); code != CloseInvalidSeq {
+	if code := c2.closeCode(); code != parley.CloseInvalidSeq {
 		t.Fatalf("seq ahead: close %d, want 4007", code)
 	}
 
 	// Bad token.
 	c3 := e.connect()
 	c3.send(map[string]any{"op": "resume", "token": "nope", "session_id": ready.SessionID, "seq": 1})
-	if code := c3.closeCode(); code != CloseAuthFailed {
+	if code := c3.closeCode(); code != parley.CloseAuthFailed {
 		t.Fatalf("bad token: close %d, want 4004", code)
 	}
 
@@ -158,7 +158,7 @@ func TestHeartbeatTimeout(t *testing.T) {
 	a := e.user("a")
 	ws := e.workspace(a)
 	c, ready := e.identify(a, ws)
-	if code := c.closeCode(); code != CloseSessionTimeout {
+	if code := c.closeCode(); code != parley.CloseSessionTimeout {
 		t.Fatalf("close %d, want 4009", code)
 	}
 	if e.gw.registry.get(ready.SessionID) == nil {

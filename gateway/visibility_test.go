@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"parley"
+
 	"testing"
 	"time"
 
@@ -32,7 +34,7 @@ func TestPresenceSubOnlyVisibleUsers(t *testing.T) {
 	ca.send(map[string]any{"op": "presence_sub", "user_ids": []string{stranger.ID, b.ID, b2.ID}})
 	waitPresence(t, ca, b2.ID, "offline")
 	for _, f := range ca.events() {
-		if f.T == EventPresenceChanged && f.data(t).UserID == stranger.ID {
+		if f.T == parley.EventPresenceChanged && f.data(t).UserID == stranger.ID {
 			t.Fatalf("presence of a user in no shared workspace leaked: %s", f.D)
 		}
 	}

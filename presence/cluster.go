@@ -32,7 +32,7 @@ type query struct {
 
 // startBus subscribes the control topics and announces this node.
 func (t *Tracker) startBus() error {
-	for _, topic := range []string{ctlTopic, nodeTopic(t.node)} {
+	for _, topic := range []string{parley.TopicPresenceControl, nodeTopic(t.node)} {
 		unsub, err := t.bus.Subscribe(topic, t.onControl)
 		if err != nil {
 			for _, u := range t.unsubs {
@@ -62,7 +62,7 @@ func (t *Tracker) startBus() error {
 	t.youngUntil = now + max(t.expiry, t.startupWait)
 	if t.hbEvery > 0 {
 		t.nextAlive = now + t.hbEvery
-		t.out = append(t.out, t.ctlEvent(typeAlive, ctlTopic, ctlMsg{}))
+		t.out = append(t.out, t.ctlEvent(parley.EventPresenceAlive, parley.TopicPresenceControl, ctlMsg{}))
 	}
 	out := t.takeOut()
 	t.mu.Unlock()
@@ -76,7 +76,7 @@ func (t *Tracker) startBus() error {
 
 // onChanged handles a node's contribution on a watched user's topic.
 func (t *Tracker) onChanged(ev parley.Event) {
-	if ev.Type != typeChanged {
+	if ev.Type != parley.EventPresenceChanged {
 		return
 	}
 	var d changedData
@@ -118,21 +118,21 @@ func (t *Tracker) onControl(ev parley.Event) {
 		t.mu.Unlock()
 		return
 	}
-	if ev.Type == typeBye {
+	if ev.Type == parley.EventPresenceBye {
 		t.peerGone(m.NodeID, m.Boot, now)
 	} else if t.seenPeer(m.NodeID, m.Boot, now) {
 		switch ev.Type {
-		case typeAlive:
+		case parley.EventPresenceAlive:
 			// seenPeer did it all
-		case typeQuery:
+		case parley.EventPresenceQuery:
 			t.answerQuery(m)
-		case typeState:
+		case parley.EventPresenceState:
 			t.applyState(m, now)
-		case typeManual:
+		case parley.EventPresenceManual:
 			t.applyManual(m.UserID, m.Away, m.At, now)
-		case typeManualSync:
+		case parley.EventPresenceManualSync:
 			t.answerManualSync(m.NodeID)
-		case typeManualSet:
+		case parley.EventPresenceManualSet:
 			for _, e := range m.Manual {
 				t.applyManual(e.UserID, true, e.At, now)
 			}
@@ -197,7 +197,7 @@ func (t *Tracker) seenPeer(id string, boot, now int64) bool {
 // at once, and a starting node fetches the manual-away set.
 func (t *Tracker) peerMet(id string) {
 	if t.hbEvery > 0 {
-		t.out = append(t.out, t.ctlEvent(typeAlive, nodeTopic(id), ctlMsg{}))
+		t.out = append(t.out, t.ctlEvent(parley.EventPresenceAlive, nodeTopic(id), ctlMsg{}))
 	}
 	if !t.manualSynced {
 		t.syncManual(id)
@@ -206,7 +206,7 @@ func (t *Tracker) peerMet(id string) {
 
 func (t *Tracker) syncManual(id string) {
 	t.manualSynced = true
-	t.out = append(t.out, t.ctlEvent(typeManualSync, nodeTopic(id), ctlMsg{}))
+	t.out = append(t.out, t.ctlEvent(parley.EventPresenceManualSync, nodeTopic(id), ctlMsg{}))
 }
 
 // peerGone handles a node's bye: its users stay for Grace (their clients
@@ -370,7 +370,7 @@ func (t *Tracker) startSync(users []string, now int64) {
 		// Sent even when no other node is known: nodes not known yet
 		// answer too, and their answers count as changes.
 		t.m.queries.Inc()
-		t.out = append(t.out, t.ctlEvent(typeQuery, ctlTopic, ctlMsg{QID: q.id, UserIDs: chunk}))
+		t.out = append(t.out, t.ctlEvent(parley.EventPresenceQuery, parley.TopicPresenceControl, ctlMsg{QID: q.id, UserIDs: chunk}))
 		if len(q.expect) == 0 && now >= t.startupUntil {
 			t.completeQuery(q)
 			continue
@@ -385,7 +385,7 @@ func (t *Tracker) requery(target string, now int64) {
 	if t.bus == nil || len(t.watched) == 0 {
 		return
 	}
-	expect, topic := t.livePeers(), ctlTopic
+	expect, topic := t.livePeers(), parley.TopicPresenceControl
 	if target != "" {
 		expect, topic = map[string]struct{}{target: {}}, nodeTopic(target)
 	}
@@ -407,7 +407,7 @@ func (t *Tracker) requery(target string, now int64) {
 		q := &query{id: t.nextQID, users: chunk, expect: exp, deadline: now + t.qTimeout}
 		t.queries[q.id] = q
 		t.m.queries.Inc()
-		t.out = append(t.out, t.ctlEvent(typeQuery, topic, ctlMsg{QID: q.id, UserIDs: chunk}))
+		t.out = append(t.out, t.ctlEvent(parley.EventPresenceQuery, topic, ctlMsg{QID: q.id, UserIDs: chunk}))
 	}
 }
 
@@ -432,7 +432,7 @@ func (t *Tracker) answerQuery(m ctlMsg) {
 			states = append(states, userState{UserID: id, Presence: u.status.String(), V: u.v})
 		}
 	}
-	t.out = append(t.out, t.ctlEvent(typeState, nodeTopic(m.NodeID), ctlMsg{QID: m.QID, V: t.v, States: states}))
+	t.out = append(t.out, t.ctlEvent(parley.EventPresenceState, nodeTopic(m.NodeID), ctlMsg{QID: m.QID, V: t.v, States: states}))
 }
 
 // applyState takes a node's answer to one of this node's queries.
@@ -477,12 +477,12 @@ func (t *Tracker) answerManualSync(to string) {
 	for id, at := range t.manual {
 		batch = append(batch, manualEntry{UserID: id, At: at})
 		if len(batch) == maxBatch {
-			t.out = append(t.out, t.ctlEvent(typeManualSet, nodeTopic(to), ctlMsg{Manual: batch}))
+			t.out = append(t.out, t.ctlEvent(parley.EventPresenceManualSet, nodeTopic(to), ctlMsg{Manual: batch}))
 			batch = make([]manualEntry, 0, maxBatch)
 		}
 	}
 	if len(batch) > 0 {
-		t.out = append(t.out, t.ctlEvent(typeManualSet, nodeTopic(to), ctlMsg{Manual: batch}))
+		t.out = append(t.out, t.ctlEvent(parley.EventPresenceManualSet, nodeTopic(to), ctlMsg{Manual: batch}))
 	}
 }
 

@@ -91,7 +91,7 @@ func (t *Tracker) sweep() {
 	}
 	if t.hbEvery > 0 && now >= t.nextAlive {
 		t.nextAlive = now + t.hbEvery
-		t.out = append(t.out, t.ctlEvent(typeAlive, ctlTopic, ctlMsg{}))
+		t.out = append(t.out, t.ctlEvent(parley.EventPresenceAlive, parley.TopicPresenceControl, ctlMsg{}))
 	}
 	out := t.takeOut()
 	t.mu.Unlock()
@@ -120,7 +120,7 @@ func (t *Tracker) checkReconnect() {
 	t.mu.Lock()
 	if t.hbEvery > 0 {
 		t.nextAlive = now + t.hbEvery
-		t.out = append(t.out, t.ctlEvent(typeAlive, ctlTopic, ctlMsg{}))
+		t.out = append(t.out, t.ctlEvent(parley.EventPresenceAlive, parley.TopicPresenceControl, ctlMsg{}))
 	}
 	t.requery("", now)
 	t.manualSynced = false
@@ -135,8 +135,8 @@ func (t *Tracker) checkReconnect() {
 	t.publish(out)
 }
 
-// ctlEvent builds a control message from this node; topic is ctlTopic or
-// a node topic.
+// ctlEvent builds a control message from this node; topic is the control
+// topic or a node topic.
 func (t *Tracker) ctlEvent(typ, topic string, m ctlMsg) parley.Event {
 	m.NodeID = t.node
 	m.Boot = t.boot

@@ -307,7 +307,7 @@ func (t *Tracker) stop(bye bool) {
 		t.mux.Close()
 	}
 	if bye && t.bus != nil {
-		t.publish([]parley.Event{t.ctlEvent(typeBye, ctlTopic, ctlMsg{})})
+		t.publish([]parley.Event{t.ctlEvent(parley.EventPresenceBye, parley.TopicPresenceControl, ctlMsg{})})
 	}
 }
 
@@ -398,7 +398,7 @@ func (t *Tracker) SetAway(userID string, away bool) {
 		at = cur + 1
 	}
 	if t.applyManual(userID, away, at, now) && t.bus != nil {
-		t.out = append(t.out, t.ctlEvent(typeManual, ctlTopic, ctlMsg{UserID: userID, Away: away, At: at}))
+		t.out = append(t.out, t.ctlEvent(parley.EventPresenceManual, parley.TopicPresenceControl, ctlMsg{UserID: userID, Away: away, At: at}))
 	}
 	out := t.takeOut()
 	t.mu.Unlock()

@@ -23,26 +23,14 @@ import (
 //
 // Events on presence.<user> are node contributions, not the aggregate: the
 // gateway must not forward them to clients; it forwards what Watch reports.
-const (
-	typeChanged    = "presence.changed"
-	typeQuery      = "presence.query"
-	typeState      = "presence.state"
-	typeAlive      = "presence.alive"
-	typeBye        = "presence.bye"
-	typeManual     = "presence.manual"
-	typeManualSync = "presence.manual_sync"
-	typeManualSet  = "presence.manual_set"
-)
-
-// ctlTopic is the one topic every tracker subscribes to.
-const ctlTopic = "presencectl"
+// The types and topics are package parley's (protocol.go).
 
 // maxBatch bounds the users named in one query, answer or manual set.
 const maxBatch = 500
 
 func topicOf(user string) string { return parley.TopicPresence(user) }
 
-func nodeTopic(node string) string { return "node." + node + ".presence" }
+func nodeTopic(node string) string { return parley.TopicNodePresence(node) }
 
 // changedData is the d of presence.changed: the sending node's
 // contribution for one user, versioned by (boot, v).
@@ -94,7 +82,7 @@ func newEvent(typ, topic string, d any, now int64) parley.Event {
 }
 
 func (t *Tracker) changedEvent(u *localUser) parley.Event {
-	return newEvent(typeChanged, topicOf(u.id), changedData{
+	return newEvent(parley.EventPresenceChanged, topicOf(u.id), changedData{
 		UserID:   u.id,
 		Presence: u.status.String(),
 		NodeID:   t.node,

@@ -200,7 +200,7 @@ func referencedUsers(ctx context.Context, rq querier, workspaceID string, msgs [
 		add(m.UserID)
 		for _, h := range parley.Mentions(m.Text) {
 			switch {
-			case h == "channel" || h == "here" || h == "everyone", seenHandle[h]:
+			case parley.IsBroadcastMention(h), seenHandle[h]:
 			case len(handles) < maxMentionHandles:
 				seenHandle[h] = true
 				handles = append(handles, h)

@@ -46,17 +46,13 @@ func countsInChannel(m *parley.Message, collapsed bool) bool {
 	return m.ThreadRootID == "" || !collapsed
 }
 
-// isBroadcast reports whether a mention handle is one of the words that
-// reach the whole channel.
-func isBroadcast(h string) bool { return h == "channel" || h == "here" || h == "everyone" }
-
 // mentionsOf splits the mentions of text into whether it has a broadcast
 // (@channel, @here, @everyone) and the named handles, at most
 // maxMentionHandles of them.
 func mentionsOf(text string) (broadcast bool, handles []string) {
 	for _, h := range parley.Mentions(text) {
 		switch {
-		case isBroadcast(h):
+		case parley.IsBroadcastMention(h):
 			broadcast = true
 		case len(handles) < maxMentionHandles:
 			handles = append(handles, h)

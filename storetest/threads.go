@@ -527,8 +527,8 @@ func testMentionsEventsAndCap(t *testing.T, h Harness) {
 	// Above the cap (the channel has 4 members: owner, alice, bob, dave),
 	// @channel, @here and @everyone need an admin; below or at it anyone.
 	e.live.Set(parley.LiveConfig{CollapsedThreads: true, ChannelMentionMaxMembers: 3})
-	for _, w := range []string{"@channel", "@here", "@everyone"} {
-		_, _, err := e.s.PostMessage(ctx(t), e.alice.ID, e.ch.ID, parley.NewMessage{Text: w + " hi"})
+	for _, h := range parley.BroadcastMentions {
+		_, _, err := e.s.PostMessage(ctx(t), e.alice.ID, e.ch.ID, parley.NewMessage{Text: "@" + h + " hi"})
 		Code(t, err, parley.EFORBIDDEN)
 	}
 	_, _, err := e.s.PostMessage(ctx(t), e.alice.ID, e.ch.ID, parley.NewMessage{Text: "@channel hi", ThreadRootID: m.ID})

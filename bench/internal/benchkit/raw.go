@@ -14,6 +14,8 @@ import (
 
 	"github.com/lesismal/nbio/nbhttp"
 	"github.com/lesismal/nbio/nbhttp/websocket"
+
+	"parley"
 )
 
 // The raw reader: lean WebSocket sessions for measuring a server rather
@@ -92,7 +94,7 @@ type ParleyConn struct {
 	ending atomic.Bool  // the benchmark is closing it
 }
 
-var eventPrefix = []byte(`{"op":"event","s":`)
+var eventPrefix = []byte(`{"op":"` + parley.OpEvent + `","s":`)
 
 // DialParley opens and identifies a raw session on Parley's gateway at url
 // (ws://…/api/v1/gateway); onEvent gets every event frame after its s
@@ -143,13 +145,13 @@ func (r *RawEngine) tryDial(ctx context.Context, url, token, workspaceID string,
 		Op          string `json:"op"`
 		HeartbeatMS int64  `json:"heartbeat_ms"`
 	}
-	if err := c.await(ctx, &hello, "hello"); err != nil {
+	if err := c.await(ctx, &hello, parley.OpHello); err != nil {
 		return fail(err)
 	}
 	if hello.HeartbeatMS > 0 {
 		r.heartbeatMS.Store(hello.HeartbeatMS)
 	}
-	ident, _ := json.Marshal(map[string]string{"op": "identify", "token": token, "workspace_id": workspaceID})
+	ident, _ := json.Marshal(map[string]string{"op": parley.OpIdentify, "token": token, "workspace_id": workspaceID})
 	if err := wc.WriteMessage(websocket.TextMessage, ident); err != nil {
 		return fail(err)
 	}
@@ -157,10 +159,10 @@ func (r *RawEngine) tryDial(ctx context.Context, url, token, workspaceID string,
 		Op           string `json:"op"`
 		RetryAfterMS int64  `json:"retry_after_ms"`
 	}
-	if err := c.await(ctx, &ready, "ready", "reconnect"); err != nil {
+	if err := c.await(ctx, &ready, parley.OpReady, parley.OpReconnect); err != nil {
 		return fail(err)
 	}
-	if ready.Op == "reconnect" {
+	if ready.Op == parley.OpReconnect {
 		c.Close()
 		return nil, time.Duration(max(ready.RetryAfterMS, 1)) * time.Millisecond, errors.New("gateway asked to reconnect")
 	}
@@ -237,7 +239,7 @@ func (r *RawEngine) HeartbeatInterval() time.Duration {
 	return time.Duration(r.heartbeatMS.Load()) * time.Millisecond
 }
 
-var heartbeatFrame = []byte(`{"op":"heartbeat"}`)
+var heartbeatFrame = []byte(`{"op":"` + parley.OpHeartbeat + `"}`)
 
 // Heartbeats keeps every Parley session alive until Close: it beats each
 // one every period, spread evenly over the period.

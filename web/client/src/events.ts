@@ -3,7 +3,7 @@
 // in the table change nothing (they still reach the app's 'event' listeners).
 
 import { applyReaction, mentions } from './messages';
-import type { ParleyEvent } from './types';
+import type { EventType, ParleyEvent } from './types';
 import { typingKey, type Typing } from './typing';
 import type { Channels } from './channels';
 import type { Notifier } from './notifier';
@@ -168,5 +168,5 @@ export function eventHandlers(p: Parts): Record<string, EventHandler> {
 		mention: ({ d, source }) => {
 			if (d.message && source === 'live') p.notifier.maybeNotify(d.message, true);
 		},
-	};
+	} satisfies Partial<Record<EventType, EventHandler>>;
 }

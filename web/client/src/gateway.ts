@@ -10,7 +10,16 @@
 import type { Api } from './api';
 import { ApiError } from './api';
 import { Emitter, type Unsubscribe } from './emitter';
-import type { ConnectionStatus, EventData, LogEntry, ParleyEvent, ServerFrame, ClientFrame } from './types';
+import {
+	CloseCode,
+	FATAL_CLOSE_CODES,
+	type ConnectionStatus,
+	type EventData,
+	type LogEntry,
+	type ParleyEvent,
+	type ServerFrame,
+	type ClientFrame,
+} from './types';
 
 /** The part of the browser WebSocket API the gateway uses (the `ws` package fits too). */
 export interface WebSocketLike {
@@ -71,10 +80,8 @@ export interface GatewayEvents extends Record<string, unknown> {
 	caughtUp: { channels: number; events: number };
 }
 
-/** Close codes the client cannot recover from by reconnecting. */
-const FATAL_CODES = new Set([4001, 4002, 4005]);
 /** The private close code the client uses for sockets it means to resume. */
-export const CLIENT_RECONNECT_CODE = 4900;
+export const CLIENT_RECONNECT_CODE = CloseCode.clientReconnecting;
 
 /**
  * Reconnect delay for the n-th consecutive failed attempt (n ≥ 1): "equal
@@ -187,7 +194,7 @@ export class Gateway {
 		this.clearTimers();
 		const ws = this.ws;
 		this.ws = undefined;
-		if (ws) this.detach(ws, 1000);
+		if (ws) this.detach(ws, CloseCode.normal);
 		this.setStatus('idle');
 	}
 
@@ -292,20 +299,20 @@ export class Gateway {
 		this.live = false;
 		this.clearTimers();
 		if (!this.started) return;
-		if (code === 4004) {
+		if (code === CloseCode.authFailed) {
 			this.log('gateway: authentication refused or revoked (4004)');
 			this.started = false;
 			this.sessionId = undefined;
 			this.setStatus('logged_out');
 			return;
 		}
-		if (FATAL_CODES.has(code)) {
+		if (FATAL_CLOSE_CODES.has(code)) {
 			this.log(`gateway: protocol error, close ${code}`);
 			this.started = false;
 			this.setStatus('failed');
 			return;
 		}
-		if (code === 4007) {
+		if (code === CloseCode.invalidSeq) {
 			// The session cannot be resumed: identify afresh and catch up.
 			this.dropSession('invalid_resume_seq');
 		}

@@ -2,7 +2,7 @@
 // copies into a window in seq order, reactions, and mention detection. They
 // never mutate their arguments (the lists are parts of published snapshots).
 
-import type { Message, Reaction } from './types';
+import { BROADCAST_MENTIONS, type Message, type Reaction } from './types';
 import type { LocalMessage } from './state';
 
 /** Whether text mentions the handle (or everyone via @channel / @here / @everyone). */
@@ -11,7 +11,7 @@ export function mentions(text: string, handle: string | undefined): boolean {
 	let m: RegExpExecArray | null;
 	while ((m = re.exec(text))) {
 		const h = m[2].toLowerCase().replace(/[.]+$/, '');
-		if (h === 'channel' || h === 'here' || h === 'everyone') return true;
+		if (BROADCAST_MENTIONS.includes(h)) return true;
 		if (handle && h === handle.toLowerCase()) return true;
 	}
 	return false;

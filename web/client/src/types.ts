@@ -223,6 +223,83 @@ export type ListOf<K extends string, T> = { [P in K]: T[] } & { next_cursor?: st
 
 // ---- Gateway ------------------------------------------------------------
 
+// The protocol's names. The server's registry (protocol.go) is the one list:
+// test/protocol.test.ts holds these to protocol.gen.json, which Go writes
+// from it (docs/protocol.md, "The registry").
+
+/** Ops the server sends, in the order of docs/protocol.md. */
+export const SERVER_OPS = ['hello', 'ready', 'resumed', 'invalid_session', 'event', 'heartbeat_ack', 'reconnect'] as const;
+/** Ops the client sends. */
+export const CLIENT_OPS = ['identify', 'resume', 'heartbeat', 'focus', 'presence_sub', 'typing'] as const;
+
+/** The gateway's close codes. */
+export const CloseCode = {
+	normal: 1000,
+	goingAway: 1001,
+	frameTooBig: 1009,
+	unknownError: 4000,
+	unknownOp: 4001,
+	decodeError: 4002,
+	notIdentified: 4003,
+	authFailed: 4004,
+	alreadyIdentified: 4005,
+	invalidSeq: 4007,
+	rateLimited: 4008,
+	sessionTimeout: 4009,
+	/** Sent by clients only: a socket dropped to be resumed. */
+	clientReconnecting: 4900,
+} as const;
+
+/** Close codes after which the client gives up instead of reconnecting. */
+export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([CloseCode.unknownOp, CloseCode.decodeError, CloseCode.authFailed, CloseCode.alreadyIdentified]);
+
+/**
+ * Every event type a client may see, with how it travels: `durable` (in a
+ * channel's log, with a seq), `bus_only` (no seq) or `ephemeral` (may be
+ * dropped). Servers may add types: clients ignore those they do not know.
+ */
+export const EVENT_TYPES = {
+	'message.created': 'durable',
+	'message.updated': 'durable',
+	'message.deleted': 'durable',
+	'reaction.added': 'durable',
+	'reaction.removed': 'durable',
+	'pin.added': 'durable',
+	'pin.removed': 'durable',
+	'channel.created': 'durable',
+	'channel.updated': 'durable',
+	'channel.archived': 'durable',
+	'channel.deleted': 'durable',
+	'member.joined': 'durable',
+	'member.left': 'durable',
+	'channel.read': 'bus_only',
+	'channel.summary': 'bus_only',
+	'channel.hot': 'bus_only',
+	'thread.updated': 'bus_only',
+	'thread.followed': 'bus_only',
+	'thread.unfollowed': 'bus_only',
+	'thread.read': 'bus_only',
+	mention: 'bus_only',
+	'dm.opened': 'bus_only',
+	'user.created': 'bus_only',
+	'user.updated': 'bus_only',
+	'user.deactivated': 'bus_only',
+	'user.status': 'bus_only',
+	'presence.changed': 'ephemeral',
+	'typing.started': 'ephemeral',
+	'workspace.updated': 'bus_only',
+	'workspace.member_joined': 'bus_only',
+	'workspace.member_left': 'bus_only',
+	'prefs.updated': 'bus_only',
+	'emoji.added': 'bus_only',
+	'emoji.removed': 'bus_only',
+} as const;
+
+export type EventType = keyof typeof EVENT_TYPES;
+
+/** Mentions that name no user but reach the whole channel (handles, without the @). */
+export const BROADCAST_MENTIONS: readonly string[] = ['channel', 'here', 'everyone'];
+
 /** Event payloads. Every channel event carries channel_id; durable ones seq. */
 export interface EventData {
 	channel_id?: string;

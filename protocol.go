@@ -1,0 +1,389 @@
+package parley
+
+import "strings"
+
+// The wire contract of the gateway (PROTOCOL.md, docs/protocol.md): ops,
+// close codes, event types, bus topics and broadcast mentions. This file is
+// the one place that spells them. The gateway, the Go client, presence and
+// the stores use these names; protocol_test.go fails on a protocol string
+// declared anywhere else, checks docs/protocol.md against these lists, and
+// keeps web/client/src/protocol.gen.json (which the TypeScript client's
+// tests read) up to date.
+
+// Gateway ops, server → client.
+const (
+	OpHello          = "hello"
+	OpReady          = "ready"
+	OpResumed        = "resumed"
+	OpInvalidSession = "invalid_session"
+	OpEvent          = "event"
+	OpHeartbeatAck   = "heartbeat_ack"
+	OpReconnect      = "reconnect"
+)
+
+// Gateway ops, client → server.
+const (
+	OpIdentify    = "identify"
+	OpResume      = "resume"
+	OpHeartbeat   = "heartbeat"
+	OpFocus       = "focus"
+	OpPresenceSub = "presence_sub"
+	OpTyping      = "typing"
+)
+
+// ServerOps and ClientOps list every op of each direction, in the order of
+// docs/protocol.md.
+var (
+	ServerOps = []string{OpHello, OpReady, OpResumed, OpInvalidSession, OpEvent, OpHeartbeatAck, OpReconnect}
+	ClientOps = []string{OpIdentify, OpResume, OpHeartbeat, OpFocus, OpPresenceSub, OpTyping}
+)
+
+// WebSocket close codes of the gateway. The table CloseCodes says which of
+// them a session survives.
+const (
+	CloseNormal            = 1000 // the client is done
+	CloseGoingAway         = 1001 // the server is going away (after reconnect)
+	CloseFrameTooBig       = 1009
+	CloseUnknownError      = 4000 // a server-side failure
+	CloseUnknownOp         = 4001
+	CloseDecodeError       = 4002 // invalid JSON, a binary frame, a resume without session_id or seq
+	CloseNotIdentified     = 4003 // not identified in time, or an op before identify
+	CloseAuthFailed        = 4004 // authentication failed or revoked
+	CloseAlreadyIdentified = 4005 // a second identify or resume on one socket
+	CloseInvalidSeq        = 4007 // resume seq above the last s sent
+	CloseRateLimited       = 4008 // too many identifies, or an overloaded node
+	CloseSessionTimeout    = 4009 // too slow, heartbeats missed, or resumed elsewhere
+	// CloseClientReconnecting is sent by clients, never by the server: the
+	// client drops a socket it means to resume (a private-use code).
+	CloseClientReconnecting = 4900
+)
+
+// CloseCode describes one close code.
+type CloseCode struct {
+	Code int
+	// Name is the code's name in protocol.gen.json, for the TypeScript client.
+	Name string
+	// Resumable: the session survives the close, so the client resumes.
+	Resumable bool
+	// Fatal: the client gives up instead of reconnecting (its credentials
+	// were refused, or it speaks the protocol wrongly).
+	Fatal bool
+	// Errors are the error codes (errors.go) that close a socket with this
+	// code when identify or resume fails with them.
+	Errors []string
+}
+
+// CloseCodes is every close code of the protocol, in ascending order.
+var CloseCodes = []CloseCode{
+	{Code: CloseNormal, Name: "normal", Resumable: true},
+	{Code: CloseGoingAway, Name: "going_away", Resumable: true},
+	{Code: CloseFrameTooBig, Name: "frame_too_big", Resumable: true},
+	{Code: CloseUnknownError, Name: "unknown_error", Resumable: true},
+	{Code: CloseUnknownOp, Name: "unknown_op", Fatal: true},
+	{Code: CloseDecodeError, Name: "decode_error", Fatal: true},
+	{Code: CloseNotIdentified, Name: "not_identified", Resumable: true},
+	{Code: CloseAuthFailed, Name: "auth_failed", Fatal: true,
+		Errors: []string{EUNAUTHORIZED, EFORBIDDEN, ENOTFOUND, EINVALID}},
+	{Code: CloseAlreadyIdentified, Name: "already_identified", Fatal: true},
+	{Code: CloseInvalidSeq, Name: "invalid_seq"},
+	{Code: CloseRateLimited, Name: "rate_limited", Resumable: true},
+	{Code: CloseSessionTimeout, Name: "session_timeout", Resumable: true},
+	{Code: CloseClientReconnecting, Name: "client_reconnecting", Resumable: true},
+}
+
+// LookupCloseCode returns the table's entry for code.
+func LookupCloseCode(code int) (CloseCode, bool) {
+	for _, c := range CloseCodes {
+		if c.Code == code {
+			return c, true
+		}
+	}
+	return CloseCode{}, false
+}
+
+// CloseResumable reports whether a session survives a close with code.
+// Codes outside the table are taken as resumable: a client that does not
+// know a code tries to resume, and the server answers invalid_session if
+// it cannot.
+func CloseResumable(code int) bool {
+	c, ok := LookupCloseCode(code)
+	return !ok || c.Resumable
+}
+
+// CloseFatal reports whether a client gives up after a close with code.
+func CloseFatal(code int) bool {
+	c, _ := LookupCloseCode(code)
+	return c.Fatal
+}
+
+// CloseCodeFor returns the close code for a failed identify or resume: the
+// code whose Errors hold err's code, else CloseUnknownError.
+func CloseCodeFor(err error) int {
+	code := ErrorCode(err)
+	for _, c := range CloseCodes {
+		for _, e := range c.Errors {
+			if e == code {
+				return c.Code
+			}
+		}
+	}
+	return CloseUnknownError
+}
+
+// Event types. Kind and whether servers emit them are in EventTypes.
+const (
+	// Durable channel events: in the channel's log, with a seq.
+	EventMessageCreated  = "message.created"
+	EventMessageUpdated  = "message.updated"
+	EventMessageDeleted  = "message.deleted"
+	EventReactionAdded   = "reaction.added"
+	EventReactionRemoved = "reaction.removed"
+	EventPinAdded        = "pin.added"
+	EventPinRemoved      = "pin.removed"
+	EventChannelCreated  = "channel.created"
+	EventChannelUpdated  = "channel.updated"
+	EventChannelArchived = "channel.archived"
+	EventChannelDeleted  = "channel.deleted"
+	EventMemberJoined    = "member.joined"
+	EventMemberLeft      = "member.left"
+
+	// Bus-only events: no seq, never dropped from a session's queue. The
+	// thread events and mention go on the user topics of the thread's
+	// followers (or of those mentioned), whether or not they look at the
+	// channel.
+	EventChannelRead           = "channel.read"
+	EventChannelSummary        = "channel.summary"
+	EventChannelHot            = "channel.hot"
+	EventThreadUpdated         = "thread.updated"
+	EventThreadFollowed        = "thread.followed"
+	EventThreadUnfollowed      = "thread.unfollowed"
+	EventThreadRead            = "thread.read"
+	EventMention               = "mention"
+	EventDMOpened              = "dm.opened"
+	EventUserCreated           = "user.created"
+	EventUserUpdated           = "user.updated"
+	EventUserDeactivated       = "user.deactivated"
+	EventUserStatus            = "user.status"
+	EventWorkspaceUpdated      = "workspace.updated"
+	EventWorkspaceMemberJoined = "workspace.member_joined"
+	EventWorkspaceMemberLeft   = "workspace.member_left"
+	EventPrefsUpdated          = "prefs.updated"
+	EventEmojiAdded            = "emoji.added"
+	EventEmojiRemoved          = "emoji.removed"
+
+	// Ephemeral events: dropped first under pressure, never given an s
+	// when dropped.
+	EventTypingStarted   = "typing.started"
+	EventPresenceChanged = "presence.changed"
+
+	// EventWorkspaceMemberUpdated is internal to the servers: a member's
+	// role changed (WorkspaceMemberData). It goes on the directory topic
+	// only, for the query caches' visibility rules (guests).
+	EventWorkspaceMemberUpdated = "workspace.member_updated"
+	// EventSessionRevoked is internal to the servers: it tells gateways to
+	// close the sockets identified with a revoked token. Its d carries the
+	// token hash, never the token.
+	EventSessionRevoked = "session.revoked"
+
+	// The presence trackers' messages to each other (package presence).
+	// Their presence.changed, on a user's presence topic, is one node's
+	// contribution, not the client event of the same name: the gateway
+	// never forwards it.
+	EventPresenceQuery      = "presence.query"
+	EventPresenceState      = "presence.state"
+	EventPresenceAlive      = "presence.alive"
+	EventPresenceBye        = "presence.bye"
+	EventPresenceManual     = "presence.manual"
+	EventPresenceManualSync = "presence.manual_sync"
+	EventPresenceManualSet  = "presence.manual_set"
+)
+
+// EventKind says how an event type travels.
+type EventKind uint8
+
+const (
+	// EventDurable: in a channel's log, with a seq; recoverable by resume,
+	// /sync or /events.
+	EventDurable EventKind = iota + 1
+	// EventBusOnly: sent to clients on the bus only (Seq 0); never dropped
+	// from a session's queue, but not in any log.
+	EventBusOnly
+	// EventEphemeral: may be dropped; the current state is fetchable.
+	EventEphemeral
+	// EventInternal: between servers only, never sent to a client.
+	EventInternal
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventDurable:
+		return "durable"
+	case EventBusOnly:
+		return "bus_only"
+	case EventEphemeral:
+		return "ephemeral"
+	case EventInternal:
+		return "internal"
+	}
+	return "unknown"
+}
+
+// EventType describes one event type.
+type EventType struct {
+	Type string
+	Kind EventKind
+	// Reserved: named by PROTOCOL.md (clients may see it one day) but not
+	// emitted by this version.
+	Reserved bool
+}
+
+// Durable reports whether events of this type are in a channel's log.
+func (t EventType) Durable() bool { return t.Kind == EventDurable }
+
+// Ephemeral reports whether events of this type may be dropped.
+func (t EventType) Ephemeral() bool { return t.Kind == EventEphemeral }
+
+// EventTypes is every event type, in the order of PROTOCOL.md, the
+// internal ones last.
+var EventTypes = []EventType{
+	{Type: EventMessageCreated, Kind: EventDurable},
+	{Type: EventMessageUpdated, Kind: EventDurable},
+	{Type: EventMessageDeleted, Kind: EventDurable},
+	{Type: EventReactionAdded, Kind: EventDurable},
+	{Type: EventReactionRemoved, Kind: EventDurable},
+	{Type: EventPinAdded, Kind: EventDurable},
+	{Type: EventPinRemoved, Kind: EventDurable},
+	{Type: EventChannelCreated, Kind: EventDurable},
+	{Type: EventChannelUpdated, Kind: EventDurable},
+	{Type: EventChannelArchived, Kind: EventDurable},
+	{Type: EventChannelDeleted, Kind: EventDurable, Reserved: true},
+	{Type: EventMemberJoined, Kind: EventDurable},
+	{Type: EventMemberLeft, Kind: EventDurable},
+	{Type: EventChannelRead, Kind: EventBusOnly},
+	{Type: EventChannelSummary, Kind: EventBusOnly, Reserved: true},
+	{Type: EventChannelHot, Kind: EventBusOnly, Reserved: true},
+	{Type: EventThreadUpdated, Kind: EventBusOnly},
+	{Type: EventThreadFollowed, Kind: EventBusOnly},
+	{Type: EventThreadUnfollowed, Kind: EventBusOnly},
+	{Type: EventThreadRead, Kind: EventBusOnly},
+	{Type: EventMention, Kind: EventBusOnly},
+	{Type: EventDMOpened, Kind: EventBusOnly},
+	{Type: EventUserCreated, Kind: EventBusOnly, Reserved: true},
+	{Type: EventUserUpdated, Kind: EventBusOnly},
+	{Type: EventUserDeactivated, Kind: EventBusOnly, Reserved: true},
+	{Type: EventUserStatus, Kind: EventBusOnly},
+	{Type: EventPresenceChanged, Kind: EventEphemeral},
+	{Type: EventTypingStarted, Kind: EventEphemeral},
+	{Type: EventWorkspaceUpdated, Kind: EventBusOnly, Reserved: true},
+	{Type: EventWorkspaceMemberJoined, Kind: EventBusOnly},
+	{Type: EventWorkspaceMemberLeft, Kind: EventBusOnly, Reserved: true},
+	{Type: EventPrefsUpdated, Kind: EventBusOnly, Reserved: true},
+	// emoji.added and emoji.removed: PROTOCOL.md names them, but there
+	// are no custom emoji yet, so nothing emits them.
+	{Type: EventEmojiAdded, Kind: EventBusOnly, Reserved: true},
+	{Type: EventEmojiRemoved, Kind: EventBusOnly, Reserved: true},
+
+	{Type: EventWorkspaceMemberUpdated, Kind: EventInternal},
+	{Type: EventSessionRevoked, Kind: EventInternal},
+	{Type: EventPresenceQuery, Kind: EventInternal},
+	{Type: EventPresenceState, Kind: EventInternal},
+	{Type: EventPresenceAlive, Kind: EventInternal},
+	{Type: EventPresenceBye, Kind: EventInternal},
+	{Type: EventPresenceManual, Kind: EventInternal},
+	{Type: EventPresenceManualSync, Kind: EventInternal},
+	{Type: EventPresenceManualSet, Kind: EventInternal},
+}
+
+var eventTypeIndex = func() map[string]EventType {
+	m := make(map[string]EventType, len(EventTypes))
+	for _, t := range EventTypes {
+		m[t.Type] = t
+	}
+	return m
+}()
+
+// LookupEventType returns the registry's entry for the event type t.
+func LookupEventType(t string) (EventType, bool) {
+	et, ok := eventTypeIndex[t]
+	return et, ok
+}
+
+// IsEphemeralEvent reports whether events of type t may be dropped.
+func IsEphemeralEvent(t string) bool { return eventTypeIndex[t].Kind == EventEphemeral }
+
+// Bus topic prefixes (ARCHITECTURE §4): a topic is its prefix and an id.
+const (
+	TopicPrefixChannel   = "ch."
+	TopicPrefixUser      = "user."
+	TopicPrefixPresence  = "presence."
+	TopicPrefixWorkspace = "ws."
+	TopicPrefixDirectory = "dir."
+)
+
+// TopicPresenceControl is the one topic every presence tracker subscribes
+// to; TopicNodePresence is one tracker's own.
+const TopicPresenceControl = "presencectl"
+
+// Bus topics: one per channel, per user, per user's presence and per
+// workspace.
+func TopicChannel(id string) string   { return TopicPrefixChannel + id }
+func TopicUser(id string) string      { return TopicPrefixUser + id }
+func TopicPresence(id string) string  { return TopicPrefixPresence + id }
+func TopicWorkspace(id string) string { return TopicPrefixWorkspace + id }
+
+// TopicDirectory carries every change to a workspace's directory (users,
+// channels of every kind, memberships) for the servers' own caches. Unlike
+// the workspace topic it is never forwarded to client sessions, so private
+// channels may appear on it.
+func TopicDirectory(id string) string { return TopicPrefixDirectory + id }
+
+// TopicNodePresence is the presence tracker of node's own topic: answers
+// to its queries and messages meant for it alone.
+func TopicNodePresence(node string) string { return "node." + node + ".presence" }
+
+// TopicKind is what a topic is about, from its prefix.
+type TopicKind uint8
+
+const (
+	TopicKindOther TopicKind = iota
+	TopicKindChannel
+	TopicKindUser
+	TopicKindPresence
+	TopicKindWorkspace
+	TopicKindDirectory
+)
+
+// TopicKindOf returns the kind of topic.
+func TopicKindOf(topic string) TopicKind {
+	switch {
+	case strings.HasPrefix(topic, TopicPrefixChannel):
+		return TopicKindChannel
+	case strings.HasPrefix(topic, TopicPrefixUser):
+		return TopicKindUser
+	case strings.HasPrefix(topic, TopicPrefixPresence):
+		return TopicKindPresence
+	case strings.HasPrefix(topic, TopicPrefixWorkspace):
+		return TopicKindWorkspace
+	case strings.HasPrefix(topic, TopicPrefixDirectory):
+		return TopicKindDirectory
+	}
+	return TopicKindOther
+}
+
+// The broadcast mentions, as handles (without the @) that Mentions
+// returns: they name no user but reach the whole channel (in a thread,
+// its followers).
+const (
+	MentionChannel  = "channel"
+	MentionHere     = "here"
+	MentionEveryone = "everyone"
+)
+
+// BroadcastMentions lists the broadcast mentions.
+var BroadcastMentions = []string{MentionChannel, MentionHere, MentionEveryone}
+
+// IsBroadcastMention reports whether the mention handle h (from Mentions)
+// is a broadcast mention rather than a user's handle.
+func IsBroadcastMention(h string) bool {
+	return h == MentionChannel || h == MentionHere || h == MentionEveryone
+}
