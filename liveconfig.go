@@ -1,0 +1,45 @@
+package parley
+
+import "context"
+
+// LiveConfig is the cluster-wide configuration that operators change at run
+// time without a restart (ARCHITECTURE §7). Every node sees a change within
+// about a second.
+type LiveConfig struct {
+	// CollapsedThreads: replies count and notify in their thread (thread
+	// memberships, the threads list). Off: replies show inline and count in
+	// the channel, and no thread bookkeeping is written at all.
+	CollapsedThreads bool `json:"collapsed_threads"`
+	// ChannelMentionMaxMembers: above this many members, @channel, @here
+	// and @everyone need a workspace admin (others get 403). 0: no cap.
+	ChannelMentionMaxMembers int `json:"channel_mention_max_members"`
+	// LiveRates are the API's rate limits (ratelimit.go); each defaults to
+	// the node's own setting.
+	LiveRates
+}
+
+// DefaultLiveConfig is the configuration of a new installation.
+func DefaultLiveConfig() LiveConfig {
+	return LiveConfig{CollapsedThreads: true, ChannelMentionMaxMembers: 1000}
+}
+
+// LiveConfigSource gives the current live configuration; it is called on
+// every write that depends on it, so it must be cheap (an atomic load).
+type LiveConfigSource interface {
+	LiveConfig() LiveConfig
+}
+
+// StaticConfig is a LiveConfigSource that never changes (tools, tests).
+type StaticConfig LiveConfig
+
+// LiveConfig returns c.
+func (c StaticConfig) LiveConfig() LiveConfig { return LiveConfig(c) }
+
+// SettingsService persists the live configuration (the source of truth;
+// the bus only carries change notices).
+type SettingsService interface {
+	// LoadLiveConfig returns the stored configuration, DefaultLiveConfig
+	// when none was ever saved.
+	LoadLiveConfig(ctx context.Context) (LiveConfig, error)
+	SaveLiveConfig(ctx context.Context, c LiveConfig) error
+}
