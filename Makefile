@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer loadtest lint fuzz
+.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer loadtest lint fuzz fuzz-short
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -25,10 +25,11 @@ web: web/node_modules/.package-lock.json
 web/node_modules/.package-lock.json: web/package.json web/package-lock.json
 	cd web && npm ci --no-audit --no-fund
 
-## test: vet, every Go test with the race detector (PostgreSQL tests use
-## PARLEY_TEST_POSTGRES and are skipped if it is unreachable, unless CI=true),
-## the web client's type check and unit tests, then the browser e2e suite
-test: web test-go test-web e2e
+## test: lint (gofmt, go vet, Prettier), every Go test with the race detector
+## (PostgreSQL tests use PARLEY_TEST_POSTGRES and are skipped if it is
+## unreachable, unless CI=true), a 3 s run of every fuzz target, the web
+## client's type check and unit tests, then the browser e2e suite
+test: lint web test-go fuzz-short test-web e2e
 
 test-go:
 	$(GO) vet ./...
@@ -59,6 +60,11 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
 		done; \
 	done
+
+## fuzz-short: every fuzz target for a few seconds (part of `make test`;
+## the seeds alone already run in test-go)
+fuzz-short:
+	$(MAKE) fuzz FUZZTIME=3s
 
 ## bench: the store benchmarks
 bench:
