@@ -16,9 +16,9 @@ import (
 	"github.com/lesismal/nbio/nbhttp/websocket"
 
 	"parley"
+	"parley/affinity"
 	"parley/natsbus"
 	"parley/nodes"
-	"parley/affinity"
 )
 
 func TestPublicURLFlag(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"parley"
+	"parley/affinity"
 	"parley/gateway"
 	"parley/httpapi"
 	"parley/internal/promutil"
@@ -29,7 +30,6 @@ import (
 	"parley/nodes"
 	"parley/presence"
 	"parley/querycache"
-	"parley/affinity"
 	"parley/sqlstore"
 	"parley/webui"
 )
