@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -31,9 +32,11 @@ type partition struct {
 	corkBuf    []byte // the frames of one session's flush
 	now        int64  // unix nanos, read once per batch
 	flushEvery int
-	flushes    uint64 // flushes so far, to sample the queue depth
-	delivered  int    // deliveries not yet added to the metric
-	dropped    int    // ephemeral events dropped, not yet added to the metric
+	flushes    uint64    // flushes so far, to sample the queue depth
+	walk       *topicSet // the set a delivery loop is walking, if any
+	walkTopic  string    // its topic
+	delivered  int       // deliveries not yet added to the metric
+	dropped    int       // ephemeral events dropped, not yet added to the metric
 
 	jitMemo jitMemo // the variants with users of the event being delivered (jit.go)
 }
@@ -46,8 +49,16 @@ type item struct {
 }
 
 // topicSet is the partition's sessions that follow a topic.
+//
+// A delivery loop walks list while the sessions it delivers to may leave
+// the topic (their user left the channel) or be added to it. While a loop
+// walks the set, a removal leaves a nil hole in its slot instead of moving
+// the last session into it (which the loop would then skip, and whose old
+// slot it would read as nil); appends land past the loop's end. The loop
+// closes the holes when it is done.
 type topicSet struct {
-	list []*session
+	list  []*session
+	holes int // nil slots left by removals during the current walk
 }
 
 // doom is a session to remove once the current delivery loop is done.
@@ -190,11 +201,15 @@ func (p *partition) deliver(topic string, e *event) {
 	if set == nil {
 		return
 	}
-	for _, s := range set.list {
-		if !s.removed {
+	p.walk, p.walkTopic = set, topic
+	// Indexes below n stay put during the walk; list is read afresh each
+	// time because an append may have moved it.
+	for i, n := 0, len(set.list); i < n; i++ {
+		if s := set.list[i]; s != nil && !s.removed {
 			p.deliverTo(s, e, kind)
 		}
 	}
+	p.endWalk()
 	p.g.metrics.fanout.Observe(time.Duration(p.now - e.recv.UnixNano()).Seconds())
 }
 
@@ -400,7 +415,9 @@ func (p *partition) kill(s *session, code int, reason string) {
 // reap removes the doomed sessions: out of the index, their topics
 // released, out of the registry.
 func (p *partition) reap() {
-	for i, d := range p.doomed {
+	// Indexed, not ranged: a removal could doom another session.
+	for i := 0; i < len(p.doomed); i++ {
+		d := p.doomed[i]
 		p.doomed[i] = doom{}
 		s := d.s
 		if s.c != nil {
@@ -446,6 +463,11 @@ func (p *partition) indexRemove(topic string, s *session) {
 	}
 	for i, x := range set.list {
 		if x == s {
+			if set == p.walk {
+				set.list[i] = nil // closed by endWalk
+				set.holes++
+				return
+			}
 			last := len(set.list) - 1
 			set.list[i] = set.list[last]
 			set.list[last] = nil
@@ -454,6 +476,22 @@ func (p *partition) indexRemove(topic string, s *session) {
 		}
 	}
 	if len(set.list) == 0 {
+		delete(p.index, topic)
+	}
+}
+
+// endWalk ends a delivery loop's walk of its set: the holes that
+// removals left are closed, keeping the order of the rest, and a set left
+// empty is dropped.
+func (p *partition) endWalk() {
+	set, topic := p.walk, p.walkTopic
+	p.walk, p.walkTopic = nil, ""
+	if set == nil || set.holes == 0 {
+		return
+	}
+	set.holes = 0
+	set.list = slices.DeleteFunc(set.list, func(s *session) bool { return s == nil })
+	if len(set.list) == 0 && p.index[topic] == set {
 		delete(p.index, topic)
 	}
 }
