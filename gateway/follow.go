@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -76,12 +77,36 @@ func (p *partition) startFill(s *session, channelID string) {
 	after := cp.last
 	p.g.metrics.sessionFills.Inc()
 	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				p.g.logPanic(panicFill, v, "session_id", s.id, "channel_id", channelID)
+				p.post(func() { p.fillPanicked(s, channelID) })
+			}
+		}()
 		ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
 		evs, err := p.g.store.ChannelLog(ctx, channelID, after, fillLimit)
 		cancel()
 		es := p.g.prepare(evs, p.g.now())
 		p.post(func() { p.fillDone(s, channelID, es, err) })
 	}()
+}
+
+// errFillPanicked is the failure of a catch-up read that panicked.
+var errFillPanicked = errors.New("catch-up read panicked")
+
+// fillPanicked closes the session's socket with 4009 after its catch-up
+// read panicked, and retries the read later like a failed one: the resume
+// then gets what the read brings. (An immediate retry could panic again at
+// once, and again.)
+func (p *partition) fillPanicked(s *session, channelID string) {
+	if s.removed {
+		return
+	}
+	if c := s.c; c != nil {
+		p.detach(s)
+		c.closeWith(CloseSessionTimeout, closeInternal)
+	}
+	p.fillDone(s, channelID, nil, errFillPanicked)
 }
 
 // fillDone delivers a catch-up read. While it was in flight the session
@@ -91,6 +116,7 @@ func (p *partition) fillDone(s *session, channelID string, evs []*event, err err
 	if s.removed {
 		return
 	}
+	p.cur = s
 	cp, ok := s.chans[channelID]
 	if !ok || !cp.catching {
 		return
@@ -108,8 +134,8 @@ func (p *partition) fillDone(s *session, channelID string, evs []*event, err err
 		if e.seq != cp.last+1 || (cp.until > 0 && e.seq > cp.until) {
 			break
 		}
-		cp.last = e.seq
 		p.enqueue(s, e)
+		cp.last = e.seq // after: a panic in enqueue leaves it behind
 		if s.removed {
 			return
 		}

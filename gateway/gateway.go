@@ -38,6 +38,10 @@ type Gateway struct {
 	moved         movedNotes // where handed-over sessions went
 	sweepEvery    time.Duration
 
+	// deliverHook, when set (tests), runs before each delivery of an event
+	// to a session: a place to inject a panic.
+	deliverHook atomic.Pointer[func(sessionID string, e *event)]
+
 	closing atomic.Bool
 	stop    chan struct{}
 	wg      sync.WaitGroup // the partitions and the hub's worker

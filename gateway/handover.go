@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -104,12 +105,24 @@ func (g *Gateway) startHandover() error {
 	if !ok {
 		return nil
 	}
-	stop, err := rq.Handle(nodeSubject(g.cfg.NodeID, handoverName), g.answerHandover)
+	stop, err := rq.Handle(nodeSubject(g.cfg.NodeID, handoverName), g.answerHandoverGuarded)
 	if err != nil {
 		return err
 	}
 	g.stopHandover = stop
 	return nil
+}
+
+// answerHandoverGuarded is answerHandover with a panic contained: the
+// asking node is told it failed, and its client boots again.
+func (g *Gateway) answerHandoverGuarded(data []byte) (out []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			g.logPanic(panicHandover, v)
+			out, err = nil, fmt.Errorf("answer handover: panic: %v", v)
+		}
+	}()
+	return g.answerHandover(data)
 }
 
 // answerHandover gives a session away to the asking node.
@@ -126,7 +139,11 @@ func (g *Gateway) answerHandover(data []byte) ([]byte, error) {
 		return json.Marshal(handoverReply{Status: "unknown"})
 	}
 	res := make(chan handoverReply, 1)
-	s.p.post(func() { res <- s.p.handOver(s, req) })
+	s.p.post(func() {
+		rep := handoverReply{Status: "unknown"} // if handOver panics
+		defer func() { res <- rep }()
+		rep = s.p.handOver(s, req)
+	})
 	rep := <-res
 	if rep.Status == "ok" {
 		g.moved.add(req.SessionID, req.Node, g.now().Add(g.cfg.ResumeWindow))
@@ -140,6 +157,7 @@ func (p *partition) handOver(s *session, req handoverRequest) handoverReply {
 	if s.removed {
 		return handoverReply{Status: "unknown"}
 	}
+	p.cur = s
 	if req.Seq > s.sentS {
 		return handoverReply{Status: "invalid_seq"}
 	}
@@ -243,6 +261,7 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 	s.p.post(func() {
 		defer close(done)
 		p := s.p
+		p.cur = s
 		p.sessions[s] = struct{}{}
 		for _, t := range s.topics {
 			p.indexAdd(t, s)

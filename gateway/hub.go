@@ -51,7 +51,7 @@ func newHub(g *Gateway) *hub {
 	if g.cfg.NewMux != nil {
 		h.muxes = make([]TopicMux, g.cfg.Partitions)
 		for i := range h.muxes {
-			h.muxes[i] = g.cfg.NewMux(h.onEvent)
+			h.muxes[i] = g.cfg.NewMux(h.guardEvents(firstTopic, h.onEvent))
 		}
 	}
 	return h
@@ -79,10 +79,11 @@ func (h *hub) subscribe(topic string, isChannel bool) (func() error, error) {
 		}
 		return func() error { return m.Unsubscribe(topic) }, nil
 	}
+	of := func(parley.Event) string { return topic }
 	if isChannel {
-		return h.g.bus.Subscribe(topic, h.onChannelEvent)
+		return h.g.bus.Subscribe(topic, h.guardEvents(of, h.onChannelEvent))
 	}
-	return h.g.bus.Subscribe(topic, func(ev parley.Event) { h.dispatch(topic, ev) })
+	return h.g.bus.Subscribe(topic, h.guardEvents(of, func(ev parley.Event) { h.dispatch(topic, ev) }))
 }
 
 // acquire takes a reference on topic, subscribing the node on the first.

@@ -114,6 +114,7 @@ func (c *conn) authFailed(op string, err error) {
 // addSession puts a new session in the partition: indexed under its
 // topics, following its channels, attached to its socket.
 func (p *partition) addSession(s *session, c *conn, refs []parley.ChannelRef, starts []int64) {
+	p.cur = s
 	p.sessions[s] = struct{}{}
 	for _, t := range s.topics {
 		p.indexAdd(t, s)
@@ -176,7 +177,11 @@ func (c *conn) resume(f *inFrame) {
 		return
 	}
 	res := make(chan resumeOutcome, 1)
-	s.p.post(func() { res <- s.p.attach(s, c, *f.Seq) })
+	s.p.post(func() {
+		out := resumeGone // if attach panics
+		defer func() { res <- out }()
+		out = s.p.attach(s, c, *f.Seq)
+	})
 	switch <-res {
 	case resumeOK:
 		c.identified.Store(true)
@@ -206,6 +211,7 @@ func (p *partition) attach(s *session, c *conn, seq uint64) resumeOutcome {
 	if s.removed {
 		return resumeGone
 	}
+	p.cur = s
 	if seq > s.sentS {
 		return resumeBadSeq
 	}

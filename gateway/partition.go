@@ -34,6 +34,7 @@ type partition struct {
 	flushEvery int
 	flushes    uint64    // flushes so far, to sample the queue depth
 	walk       *topicSet // the set a delivery loop is walking, if any
+	cur        *session  // the session a request is working on (recover.go)
 	walkTopic  string    // its topic
 	delivered  int       // deliveries not yet added to the metric
 	dropped    int       // ephemeral events dropped, not yet added to the metric
@@ -114,30 +115,37 @@ func (p *partition) postAsync(fn func()) {
 	}
 }
 
-// run is the partition's goroutine, until stop is closed.
+// run is the partition's goroutine, until stop is closed. A panic ends
+// the round it happened in, never the loop (recover.go).
 func (p *partition) run(stop <-chan struct{}) {
 	tick := time.NewTicker(p.g.sweepEvery)
 	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case it := <-p.inbox:
-			p.now = p.g.now().UnixNano()
-			p.handle(it)
-			p.drain()
-		case <-p.asyncWake:
-			p.now = p.g.now().UnixNano()
-			p.runAsync()
-			p.drain()
-		case <-tick.C:
-			p.now = p.g.now().UnixNano()
-			p.sweep()
-		}
-		p.reap()
-		p.flushDirty()
-		p.publishCounts()
+	for !p.roundGuarded(stop, tick.C) {
 	}
+}
+
+// round waits for work, does it, then removes the doomed sessions and
+// flushes the touched ones. It reports whether stop was closed.
+func (p *partition) round(stop <-chan struct{}, tick <-chan time.Time) bool {
+	select {
+	case <-stop:
+		return true
+	case it := <-p.inbox:
+		p.now = p.g.now().UnixNano()
+		p.handle(it)
+		p.drain()
+	case <-p.asyncWake:
+		p.now = p.g.now().UnixNano()
+		p.runAsync()
+		p.drain()
+	case <-tick:
+		p.now = p.g.now().UnixNano()
+		p.sweep()
+	}
+	p.reap()
+	p.flushDirty()
+	p.publishCounts()
+	return false
 }
 
 // drain takes what else is waiting, up to maxBatch items, flushing the
@@ -167,13 +175,13 @@ func (p *partition) runAsync() {
 	p.async = nil
 	p.asyncMu.Unlock()
 	for _, fn := range fns {
-		fn()
+		p.runGuarded(fn)
 	}
 }
 
 func (p *partition) handle(it item) {
 	if it.fn != nil {
-		it.fn()
+		p.runGuarded(it.fn)
 		return
 	}
 	p.deliver(it.topic, it.ev)
@@ -206,7 +214,7 @@ func (p *partition) deliver(topic string, e *event) {
 	// time because an append may have moved it.
 	for i, n := 0, len(set.list); i < n; i++ {
 		if s := set.list[i]; s != nil && !s.removed {
-			p.deliverTo(s, e, kind)
+			p.deliverGuarded(s, e, kind)
 		}
 	}
 	p.endWalk()
@@ -245,8 +253,10 @@ func (p *partition) deliverTo(s *session, e *event, kind topicKind) {
 			p.startFill(s, e.channelID) // the session is behind the node's stream
 			return
 		}
-		cp.last = e.seq
+		// The position moves once the event is queued: a panic in between
+		// leaves it behind, and the resync reads the event again.
 		p.enqueue(s, e)
+		cp.last = e.seq
 		if (cp.until > 0 && cp.last >= cp.until) || (e.typ == parley.EventMemberLeft && e.userID == s.userID) {
 			p.leave(s, e.channelID)
 		}
@@ -274,6 +284,7 @@ func (p *partition) deliverTo(s *session, e *event, kind topicKind) {
 // full. A connected session whose queue is full is cut with 4009; it stays
 // resumable and keeps queueing.
 func (p *partition) enqueue(s *session, e *event) {
+	p.cur = s
 	queued := int(s.lastS - s.sentS)
 	if e.ephemeral && (s.c == nil || queued >= p.g.cfg.SendQueue/2) {
 		p.dropped++
@@ -318,7 +329,7 @@ func (p *partition) flushDirty() {
 		s.dirty = false
 		p.dirty[i] = nil
 		if !s.removed {
-			p.flush(s)
+			p.flushGuarded(s)
 		}
 	}
 	rest := copy(p.dirty, p.dirty[n:])
@@ -419,32 +430,36 @@ func (p *partition) reap() {
 	for i := 0; i < len(p.doomed); i++ {
 		d := p.doomed[i]
 		p.doomed[i] = doom{}
-		s := d.s
-		if s.c != nil {
-			c := s.c
-			p.detach(s)
-			if d.code != 0 {
-				c.closeWith(d.code, d.reason)
-			} else {
-				c.closeWith(CloseSessionTimeout, "session ended")
-			}
-		}
-		for ch := range s.chans {
-			p.indexRemove(channelPrefix+ch, s)
-			p.g.hub.later(subOp{topic: channelPrefix + ch, release: true})
-		}
-		for _, t := range s.topics {
-			p.indexRemove(t, s)
-			p.g.hub.later(subOp{topic: t, release: true})
-		}
-		clear(s.chans)
-		s.ring.reset()
-		delete(p.sessions, s)
-		p.g.registry.remove(s)
-		s.setWatch(nil, nil)
-		p.g.metrics.sessions.Dec()
+		p.reapGuarded(d)
 	}
 	p.doomed = p.doomed[:0]
+}
+
+func (p *partition) reapOne(d doom) {
+	s := d.s
+	if s.c != nil {
+		c := s.c
+		p.detach(s)
+		if d.code != 0 {
+			c.closeWith(d.code, d.reason)
+		} else {
+			c.closeWith(CloseSessionTimeout, "session ended")
+		}
+	}
+	for ch := range s.chans {
+		p.indexRemove(channelPrefix+ch, s)
+		p.g.hub.later(subOp{topic: channelPrefix + ch, release: true})
+	}
+	for _, t := range s.topics {
+		p.indexRemove(t, s)
+		p.g.hub.later(subOp{topic: t, release: true})
+	}
+	clear(s.chans)
+	s.ring.reset()
+	delete(p.sessions, s)
+	p.g.registry.remove(s)
+	s.setWatch(nil, nil)
+	p.g.metrics.sessions.Dec()
 }
 
 func (p *partition) indexAdd(topic string, s *session) {
@@ -503,26 +518,30 @@ func (p *partition) sweep() {
 	windowDeadline := p.now - int64(p.g.cfg.ResumeWindow)
 	ttlDeadline := p.now - int64(p.g.cfg.ReplayTTL)
 	for s := range p.sessions {
-		if s.removed {
-			continue
+		if !s.removed {
+			p.sweepGuarded(s, hbDeadline, windowDeadline, ttlDeadline)
 		}
-		if s.c != nil {
-			if c, ok := s.c.(*conn); ok && c.lastBeat.Load() < hbDeadline {
-				p.detach(s)
-				c.closeWith(CloseSessionTimeout, "heartbeat timeout")
+	}
+}
+
+// sweepOne is the sweep of one session.
+func (p *partition) sweepOne(s *session, hbDeadline, windowDeadline, ttlDeadline int64) {
+	if s.c != nil {
+		if c, ok := s.c.(*conn); ok && c.lastBeat.Load() < hbDeadline {
+			p.detach(s)
+			c.closeWith(CloseSessionTimeout, "heartbeat timeout")
+		}
+	} else if s.detachedAt < windowDeadline {
+		p.kill(s, 0, "")
+		return
+	}
+	for en := s.ring.oldest(); en != nil && en.at < ttlDeadline; en = s.ring.oldest() {
+		if s.ring.first > s.sentS {
+			if s.c == nil {
+				p.kill(s, 0, "") // unsent events expired: not resumable
 			}
-		} else if s.detachedAt < windowDeadline {
-			p.kill(s, 0, "")
-			continue
+			break
 		}
-		for en := s.ring.oldest(); en != nil && en.at < ttlDeadline; en = s.ring.oldest() {
-			if s.ring.first > s.sentS {
-				if s.c == nil {
-					p.kill(s, 0, "") // unsent events expired: not resumable
-				}
-				break
-			}
-			s.ring.pop()
-		}
+		s.ring.pop()
 	}
 }
