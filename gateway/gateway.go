@@ -41,6 +41,9 @@ type Gateway struct {
 	// deliverHook, when set (tests), runs before each delivery of an event
 	// to a session: a place to inject a panic.
 	deliverHook atomic.Pointer[func(sessionID string, e *event)]
+	// dispatchHook, likewise, runs as the hub hands an event from the bus
+	// to the partitions.
+	dispatchHook atomic.Pointer[func(topic string, ev parley.Event)]
 
 	closing atomic.Bool
 	stop    chan struct{}

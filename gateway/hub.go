@@ -221,6 +221,9 @@ func (h *hub) deliverOrdered(ev parley.Event) {
 
 // dispatch encodes ev once and hands it to every partition.
 func (h *hub) dispatch(topic string, ev parley.Event) {
+	if hook := h.g.dispatchHook.Load(); hook != nil {
+		(*hook)(topic, ev)
+	}
 	e := newEvent(ev, h.g.now())
 	if h.g.jit.dir != nil && carriesUsers(ev.Type) {
 		h.g.jit.annotate([]*event{e}, []parley.Event{ev})

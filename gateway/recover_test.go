@@ -66,3 +66,60 @@ func TestPanicInDeliveryIsContained(t *testing.T) {
 		t.Fatalf("parley_panics_total = %v after the resume, want 1", n)
 	}
 }
+
+// TestPanicInBusCallbackIsContained: a panic while the hub hands a
+// channel's event to the partitions is recovered on the bus's goroutine.
+// The node lives, the panic is counted, the channel's local sessions are
+// closed with 4009 and their resumes bring the event that was lost.
+func TestPanicInBusCallbackIsContained(t *testing.T) {
+	e := newEnv(t, nil)
+	a, b := e.user("a"), e.user("b")
+	ws := e.workspace(a, b)
+	team := e.channel(ws, a, "team", parley.KindPublic)
+	e.addMembers(a, team, b)
+	ca, readyA := e.identify(a, ws)
+	cb, readyB := e.identify(b, ws)
+
+	var fired atomic.Bool
+	hook := func(topic string, ev parley.Event) {
+		if topic == "ch."+team.ID && bytes.Contains(ev.Data, []byte(`"boom"`)) && fired.CompareAndSwap(false, true) {
+			panic("injected by the test")
+		}
+	}
+	e.gw.dispatchHook.Store(&hook)
+
+	e.post(a, team, "one")
+	seqs := map[string]uint64{}
+	for name, cl := range map[string]*client{"a": ca, "b": cb} {
+		seqs[name] = cl.waitEvents(parley.EventMessageCreated, 1)[0].S
+	}
+	e.post(a, team, "boom")
+	for name, cl := range map[string]*client{"a": ca, "b": cb} {
+		if code := cl.closeCode(); code != CloseSessionTimeout {
+			t.Fatalf("%s closed with %d, want %d", name, code, CloseSessionTimeout)
+		}
+	}
+	if n := counterValue(t, e.reg, "parley_panics_total"); n != 1 {
+		t.Fatalf("parley_panics_total = %v, want 1", n)
+	}
+	type victim struct {
+		name  string
+		u     *tuser
+		ready frame
+	}
+	// In this order: b's resume replays what a's brought while b was away.
+	for _, r := range []victim{{"a", a, readyA}, {"b", b, readyB}} {
+		name := r.name
+		e.waitDetached(r.ready.SessionID)
+		cl := e.connect()
+		cl.send(map[string]any{"op": "resume", "token": r.u.token, "session_id": r.ready.SessionID, "seq": seqs[name]})
+		cl.nextOp("resumed")
+		e.post(a, team, "after "+name)
+		want := []string{"boom", "after a"}
+		if name == "b" {
+			want = append(want, "after b")
+		}
+		sameTexts(t, name+" after resume", waitMessages(t, cl, team.ID, len(want)), want)
+		checkChannelOrder(t, cl, team.ID)
+	}
+}
