@@ -32,7 +32,7 @@ func (p *partition) join(s *session, channelID string, seq int64) {
 		return
 	}
 	delete(s.left, channelID)
-	p.g.hub.later(subOp{topic: channelPrefix + channelID, after: seq})
+	p.env.later(subOp{topic: channelPrefix + channelID, after: seq})
 	p.follow(s, channelID, seq, 0)
 }
 
@@ -48,7 +48,7 @@ func (p *partition) leave(s *session, channelID string) {
 	}
 	s.left[channelID] = cp.last
 	p.indexRemove(channelPrefix+channelID, s)
-	p.g.hub.later(subOp{topic: channelPrefix + channelID, release: true})
+	p.env.later(subOp{topic: channelPrefix + channelID, release: true})
 }
 
 // leaveAfter makes the session leave the channel once it has been given
@@ -75,18 +75,18 @@ func (p *partition) startFill(s *session, channelID string) {
 	}
 	cp.catching = true
 	after := cp.last
-	p.g.metrics.sessionFills.Inc()
+	p.env.metrics.sessionFills.Inc()
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
-				p.g.logPanic(panicFill, v, "session_id", s.id, "channel_id", channelID)
+				p.env.logPanic(panicFill, v, "session_id", s.id, "channel_id", channelID)
 				p.post(func() { p.fillPanicked(s, channelID) })
 			}
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
-		evs, err := p.g.store.ChannelLog(ctx, channelID, after, fillLimit)
+		evs, err := p.env.readLog(ctx, channelID, after, fillLimit)
 		cancel()
-		es := p.g.prepare(evs, p.g.now())
+		es := p.env.prepare(evs, p.env.now())
 		p.post(func() { p.fillDone(s, channelID, es, err) })
 	}()
 }
@@ -123,7 +123,7 @@ func (p *partition) fillDone(s *session, channelID string, evs []*event, err err
 	}
 	cp.catching = false
 	if err != nil {
-		p.g.log.Warn("gateway session catch-up failed", "session_id", s.id, "channel_id", channelID, "err", err)
+		p.env.log.Warn("gateway session catch-up failed", "session_id", s.id, "channel_id", channelID, "err", err)
 		time.AfterFunc(fillRetry, func() { p.postAsync(func() { p.retryFill(s, channelID) }) })
 		return
 	}

@@ -95,8 +95,9 @@ func newGateway(cfg Config) (*Gateway, error) {
 	g.hub = newHub(g)
 	g.hub.seq = newSequencer(g)
 	g.parts = make([]*partition, cfg.Partitions)
+	env := g.partitionEnv()
 	for i := range g.parts {
-		g.parts[i] = newPartition(g, i)
+		g.parts[i] = newPartition(env, i)
 	}
 	for _, p := range g.parts {
 		g.wg.Add(1)

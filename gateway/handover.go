@@ -185,7 +185,7 @@ func (p *partition) handOver(s *session, req handoverRequest) handoverReply {
 	s.mu.Lock()
 	rep.Presence, rep.Focus = s.watched, s.focus
 	s.mu.Unlock()
-	rep.KnownUsers = p.g.knownUserIDs(s)
+	rep.KnownUsers = p.env.knownUsers(s)
 	p.kill(s, CloseSessionTimeout, "session resumed on another node")
 	return rep
 }

@@ -227,7 +227,7 @@ func (p *partition) attach(s *session, c *conn, seq uint64) resumeOutcome {
 	c.sess.Store(s)
 	s.c, s.detachedAt, s.sentS = c, 0, seq
 	s.resumeOwed, s.resumeMark, s.resumeCount = true, s.lastS, s.lastS-seq
-	p.g.presenceConnect(s)
+	p.env.presenceConnect(s)
 	if c.closed() {
 		p.detach(s)
 	} else {

@@ -341,7 +341,7 @@ func (p *partition) withUsers(s *session, e *event) *event {
 			s.known.add(e.users[i].n)
 		}
 	}
-	p.g.jit.attached.Add(float64(bits.OnesCount64(missing)))
+	p.env.jitAttached.Add(float64(bits.OnesCount64(missing)))
 	return v
 }
 

@@ -14,7 +14,7 @@ import (
 // flushes each session it touched once. Nothing in it blocks on a socket or
 // on the store.
 type partition struct {
-	g     *Gateway
+	env   *partitionEnv // what it reaches outside itself (partition_env.go)
 	id    int
 	inbox chan item
 
@@ -78,9 +78,9 @@ const queueDepthSample = 16
 // maxBatch bounds how many inbox items one flush round takes.
 const maxBatch = 1024
 
-func newPartition(g *Gateway, id int) *partition {
+func newPartition(env *partitionEnv, id int) *partition {
 	return &partition{
-		g:         g,
+		env:       env,
 		id:        id,
 		inbox:     make(chan item, inboxSize),
 		asyncWake: make(chan struct{}, 1),
@@ -88,7 +88,7 @@ func newPartition(g *Gateway, id int) *partition {
 		index:     map[string]*topicSet{},
 		chanPos:   map[string]int64{},
 		// A burst may add this many frames to a queue before a flush.
-		flushEvery: max(1, min(64, g.cfg.SendQueue/4)),
+		flushEvery: max(1, min(64, env.sendQueue/4)),
 	}
 }
 
@@ -99,7 +99,7 @@ func (p *partition) post(fn func()) { p.send(item{fn: fn}) }
 func (p *partition) send(it item) {
 	select {
 	case p.inbox <- it:
-	case <-p.g.stop:
+	case <-p.env.stop:
 	}
 }
 
@@ -118,7 +118,7 @@ func (p *partition) postAsync(fn func()) {
 // run is the partition's goroutine, until stop is closed. A panic ends
 // the round it happened in, never the loop (recover.go).
 func (p *partition) run(stop <-chan struct{}) {
-	tick := time.NewTicker(p.g.sweepEvery)
+	tick := time.NewTicker(p.env.sweepEvery)
 	defer tick.Stop()
 	for !p.roundGuarded(stop, tick.C) {
 	}
@@ -131,15 +131,15 @@ func (p *partition) round(stop <-chan struct{}, tick <-chan time.Time) bool {
 	case <-stop:
 		return true
 	case it := <-p.inbox:
-		p.now = p.g.now().UnixNano()
+		p.now = p.env.now().UnixNano()
 		p.handle(it)
 		p.drain()
 	case <-p.asyncWake:
-		p.now = p.g.now().UnixNano()
+		p.now = p.env.now().UnixNano()
 		p.runAsync()
 		p.drain()
 	case <-tick:
-		p.now = p.g.now().UnixNano()
+		p.now = p.env.now().UnixNano()
 		p.sweep()
 	}
 	p.reap()
@@ -189,11 +189,11 @@ func (p *partition) handle(it item) {
 
 func (p *partition) publishCounts() {
 	if p.delivered > 0 {
-		p.g.metrics.deliveries.Add(float64(p.delivered))
+		p.env.metrics.deliveries.Add(float64(p.delivered))
 		p.delivered = 0
 	}
 	if p.dropped > 0 {
-		p.g.metrics.droppedEphemeral.Add(float64(p.dropped))
+		p.env.metrics.droppedEphemeral.Add(float64(p.dropped))
 		p.dropped = 0
 	}
 }
@@ -218,7 +218,7 @@ func (p *partition) deliver(topic string, e *event) {
 		}
 	}
 	p.endWalk()
-	p.g.metrics.fanout.Observe(time.Duration(p.now - e.recv.UnixNano()).Seconds())
+	p.env.metrics.fanout.Observe(time.Duration(p.now - e.recv.UnixNano()).Seconds())
 }
 
 // deliverTo decides for one session. A channel's durable events reach a
@@ -286,17 +286,17 @@ func (p *partition) deliverTo(s *session, e *event, kind topicKind) {
 func (p *partition) enqueue(s *session, e *event) {
 	p.cur = s
 	queued := int(s.lastS - s.sentS)
-	if e.ephemeral && (s.c == nil || queued >= p.g.cfg.SendQueue/2) {
+	if e.ephemeral && (s.c == nil || queued >= p.env.sendQueue/2) {
 		p.dropped++
 		return
 	}
-	if s.c != nil && queued >= p.g.cfg.SendQueue {
-		p.g.metrics.slowCloses.Inc()
+	if s.c != nil && queued >= p.env.sendQueue {
+		p.env.metrics.slowCloses.Inc()
 		c := s.c
 		p.detach(s)
 		c.closeWith(CloseSessionTimeout, "send queue full")
 	}
-	if s.ring.len() >= p.g.cfg.ReplayMax {
+	if s.ring.len() >= p.env.replayMax {
 		if s.ring.first > s.sentS {
 			// The oldest entry was never sent: no resume can replay it.
 			p.kill(s, 0, "")
@@ -355,7 +355,7 @@ func (p *partition) flush(s *session) {
 	if c == nil || (s.sentS == s.lastS && !s.resumeOwed) {
 		return
 	}
-	budget := p.g.cfg.WriteHighWater - c.pending()
+	budget := p.env.writeHighWater - c.pending()
 	if budget <= 0 {
 		if !c.armWritable() {
 			p.markDirty(s) // drained meanwhile: next round
@@ -363,7 +363,7 @@ func (p *partition) flush(s *session) {
 		return
 	}
 	if p.flushes++; p.flushes%queueDepthSample == 0 {
-		p.g.metrics.queueDepth.Observe(float64(s.lastS - s.sentS))
+		p.env.metrics.queueDepth.Observe(float64(s.lastS - s.sentS))
 	}
 	c.cork(p.corkBuf)
 	failed := false
@@ -410,7 +410,7 @@ func (p *partition) detach(s *session) {
 	s.c = nil
 	s.detachedAt = p.now
 	s.resumeOwed = false
-	p.g.presenceDisconnect(s)
+	p.env.presenceDisconnect(s)
 }
 
 // kill marks the session for removal after the current loop; an attached
@@ -448,18 +448,18 @@ func (p *partition) reapOne(d doom) {
 	}
 	for ch := range s.chans {
 		p.indexRemove(channelPrefix+ch, s)
-		p.g.hub.later(subOp{topic: channelPrefix + ch, release: true})
+		p.env.later(subOp{topic: channelPrefix + ch, release: true})
 	}
 	for _, t := range s.topics {
 		p.indexRemove(t, s)
-		p.g.hub.later(subOp{topic: t, release: true})
+		p.env.later(subOp{topic: t, release: true})
 	}
 	clear(s.chans)
 	s.ring.reset()
 	delete(p.sessions, s)
-	p.g.registry.remove(s)
+	p.env.forget(s)
 	s.setWatch(nil, nil)
-	p.g.metrics.sessions.Dec()
+	p.env.metrics.sessions.Dec()
 }
 
 func (p *partition) indexAdd(topic string, s *session) {
@@ -514,9 +514,9 @@ func (p *partition) endWalk() {
 // sweep closes connections that stopped heartbeating, removes sessions
 // whose resume window has passed, and trims replay rings by age.
 func (p *partition) sweep() {
-	hbDeadline := p.now - int64(p.g.cfg.HeartbeatInterval)*3/2
-	windowDeadline := p.now - int64(p.g.cfg.ResumeWindow)
-	ttlDeadline := p.now - int64(p.g.cfg.ReplayTTL)
+	hbDeadline := p.now - int64(p.env.heartbeat)*3/2
+	windowDeadline := p.now - int64(p.env.resumeWindow)
+	ttlDeadline := p.now - int64(p.env.replayTTL)
 	for s := range p.sessions {
 		if !s.removed {
 			p.sweepGuarded(s, hbDeadline, windowDeadline, ttlDeadline)

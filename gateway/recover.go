@@ -60,10 +60,10 @@ func (g *Gateway) logPanic(where string, v any, attrs ...any) {
 // worked on s (nil: no session known).
 func (p *partition) panicked(v any, s *session, how afterPanic) {
 	if s == nil {
-		p.g.logPanic(panicPartition, v, "partition", p.id)
+		p.env.logPanic(panicPartition, v, "partition", p.id)
 		return
 	}
-	p.g.logPanic(panicPartition, v, "partition", p.id, "session_id", s.id, "user_id", s.userID)
+	p.env.logPanic(panicPartition, v, "partition", p.id, "session_id", s.id, "user_id", s.userID)
 	p.quarantine(s, how)
 }
 
@@ -105,7 +105,7 @@ func (p *partition) deliverGuarded(s *session, e *event, kind topicKind) {
 			p.panicked(v, s, how)
 		}
 	}()
-	if hook := p.g.deliverHook.Load(); hook != nil {
+	if hook := p.env.deliverHook.Load(); hook != nil {
 		(*hook)(s.id, e)
 	}
 	p.deliverTo(s, e, kind)
