@@ -152,44 +152,6 @@ func (g *Gateway) answerHandover(data []byte) ([]byte, error) {
 	return json.Marshal(rep)
 }
 
-// handOver packs the session for another node and removes it here.
-func (p *partition) handOver(s *session, req handoverRequest) handoverReply {
-	if s.removed {
-		return handoverReply{Status: "unknown"}
-	}
-	p.cur = s
-	if req.Seq > s.sentS {
-		return handoverReply{Status: "invalid_seq"}
-	}
-	if req.Seq < s.lastS && (s.ring.len() == 0 || s.ring.first > req.Seq+1) {
-		p.kill(s, 0, "")
-		return handoverReply{Status: "replay_unavailable"}
-	}
-	rep := handoverReply{
-		Status:      "ok",
-		UserID:      s.userID,
-		WorkspaceID: s.workspaceID,
-		LastS:       s.lastS,
-		Channels:    make(map[string]int64, len(s.chans)),
-	}
-	for id, cp := range s.chans {
-		if cp.until > 0 {
-			continue // leaving: the new node need not follow it
-		}
-		rep.Channels[id] = cp.last
-	}
-	for seq := req.Seq + 1; seq <= s.lastS; seq++ {
-		en := s.ring.at(seq)
-		rep.Entries = append(rep.Entries, handoverEntry{Tail: string(en.ev.tail), Ephemeral: en.ev.ephemeral})
-	}
-	s.mu.Lock()
-	rep.Presence, rep.Focus = s.watched, s.focus
-	s.mu.Unlock()
-	rep.KnownUsers = p.env.knownUsers(s)
-	p.kill(s, CloseSessionTimeout, "session resumed on another node")
-	return rep
-}
-
 // handover asks the node holding a session for it and adopts it here. It
 // returns nil (and why) when no node hands it over.
 func (g *Gateway) handover(ctx context.Context, sessionID, tokenHash string, seq uint64) (*session, resumeOutcome) {

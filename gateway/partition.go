@@ -34,7 +34,7 @@ type partition struct {
 	flushEvery int
 	flushes    uint64    // flushes so far, to sample the queue depth
 	walk       *topicSet // the set a delivery loop is walking, if any
-	cur        *session  // the session a request is working on (recover.go)
+	cur        *session  // the session a request is working on (partition_recover.go)
 	walkTopic  string    // its topic
 	delivered  int       // deliveries not yet added to the metric
 	dropped    int       // ephemeral events dropped, not yet added to the metric

@@ -30,7 +30,7 @@ type partitionEnv struct {
 	log         *slog.Logger
 	metrics     *metrics
 	jitAttached prometheus.Counter                                // users attached to events (jit.go)
-	deliverHook *atomic.Pointer[func(sessionID string, e *event)] // tests (recover.go)
+	deliverHook *atomic.Pointer[func(sessionID string, e *event)] // tests (partition_recover.go)
 
 	later              func(subOp)    // queue a node subscription change (hub)
 	forget             func(*session) // take a removed session out of the registry
