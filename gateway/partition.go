@@ -263,6 +263,14 @@ func (p *partition) deliverTo(s *session, e *event, kind topicKind) {
 		return
 	}
 	if follows {
+		own := e.userID == s.userID && (e.typ == parley.EventMemberLeft || e.typ == parley.EventMemberJoined)
+		if own && cp.until > 0 && e.seq > cp.until {
+			// The user's membership changed again after a removal the
+			// channel's stream has not brought yet: replayed once the
+			// session has left (leave).
+			cp.later = append(cp.later, e)
+			return
+		}
 		if e.typ == parley.EventMemberLeft && e.userID == s.userID {
 			p.leaveAfter(s, e.channelID, e.seq)
 		}

@@ -49,6 +49,11 @@ func (p *partition) leave(s *session, channelID string) {
 	s.left[channelID] = cp.last
 	p.indexRemove(channelPrefix+channelID, s)
 	p.env.later(subOp{topic: channelPrefix + channelID, release: true})
+	// A re-join (and what followed it) that came on the user topic while
+	// the session waited for its removal on the channel's stream.
+	for _, e := range cp.later {
+		p.deliverTo(s, e, topicUser)
+	}
 }
 
 // leaveAfter makes the session leave the channel once it has been given
