@@ -166,7 +166,7 @@ func (g *Gateway) watchPresence(s *session, ids []string) {
 		s.setWatch(nil, nil)
 		return
 	}
-	s.setWatch(ids, g.presence.Watch(ids, func(userID, status string) {
+	s.setWatch(ids, g.presence.Watch(ids, g.guardPresence(s, func(userID, status string) {
 		if !s.presenceChanged(userID, status) {
 			return
 		}
@@ -180,7 +180,7 @@ func (g *Gateway) watchPresence(s *session, ids []string) {
 				s.p.enqueue(s, e)
 			}
 		})
-	}))
+	})))
 }
 
 // write sends a frame that is not an event (hello, ready, acks).

@@ -39,6 +39,13 @@ type Gateway struct {
 	moved         movedNotes // where handed-over sessions went
 	sweepEvery    time.Duration
 
+	// deliverHook, when set (tests), runs before each delivery of an event
+	// to a session: a place to inject a panic.
+	deliverHook atomic.Pointer[func(sessionID string, e *event)]
+	// dispatchHook, likewise, runs as the hub hands an event from the bus
+	// to the partitions.
+	dispatchHook atomic.Pointer[func(topic string, ev parley.Event)]
+
 	closing atomic.Bool
 	stop    chan struct{}
 	wg      sync.WaitGroup // the partitions and the hub's worker
@@ -90,8 +97,9 @@ func newGateway(cfg Config) (*Gateway, error) {
 	g.hub = newHub(g)
 	g.hub.seq = newSequencer(g)
 	g.parts = make([]*partition, cfg.Partitions)
+	env := g.partitionEnv()
 	for i := range g.parts {
-		g.parts[i] = newPartition(g, i)
+		g.parts[i] = newPartition(env, i)
 	}
 	for _, p := range g.parts {
 		g.wg.Add(1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -104,12 +105,24 @@ func (g *Gateway) startHandover() error {
 	if !ok {
 		return nil
 	}
-	stop, err := rq.Handle(nodeSubject(g.cfg.NodeID, handoverName), g.answerHandover)
+	stop, err := rq.Handle(nodeSubject(g.cfg.NodeID, handoverName), g.answerHandoverGuarded)
 	if err != nil {
 		return err
 	}
 	g.stopHandover = stop
 	return nil
+}
+
+// answerHandoverGuarded is answerHandover with a panic contained: the
+// asking node is told it failed, and its client boots again.
+func (g *Gateway) answerHandoverGuarded(data []byte) (out []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			g.logPanic(panicHandover, v)
+			out, err = nil, fmt.Errorf("answer handover: panic: %v", v)
+		}
+	}()
+	return g.answerHandover(data)
 }
 
 // answerHandover gives a session away to the asking node.
@@ -126,50 +139,17 @@ func (g *Gateway) answerHandover(data []byte) ([]byte, error) {
 		return json.Marshal(handoverReply{Status: "unknown"})
 	}
 	res := make(chan handoverReply, 1)
-	s.p.post(func() { res <- s.p.handOver(s, req) })
+	s.p.post(func() {
+		rep := handoverReply{Status: "unknown"} // if handOver panics
+		defer func() { res <- rep }()
+		rep = s.p.handOver(s, req)
+	})
 	rep := <-res
 	if rep.Status == "ok" {
 		g.moved.add(req.SessionID, req.Node, g.now().Add(g.cfg.ResumeWindow))
 		g.metrics.handovers.WithLabelValues("given").Inc()
 	}
 	return json.Marshal(rep)
-}
-
-// handOver packs the session for another node and removes it here.
-func (p *partition) handOver(s *session, req handoverRequest) handoverReply {
-	if s.removed {
-		return handoverReply{Status: "unknown"}
-	}
-	if req.Seq > s.sentS {
-		return handoverReply{Status: "invalid_seq"}
-	}
-	if req.Seq < s.lastS && (s.ring.len() == 0 || s.ring.first > req.Seq+1) {
-		p.kill(s, 0, "")
-		return handoverReply{Status: "replay_unavailable"}
-	}
-	rep := handoverReply{
-		Status:      "ok",
-		UserID:      s.userID,
-		WorkspaceID: s.workspaceID,
-		LastS:       s.lastS,
-		Channels:    make(map[string]int64, len(s.chans)),
-	}
-	for id, cp := range s.chans {
-		if cp.until > 0 {
-			continue // leaving: the new node need not follow it
-		}
-		rep.Channels[id] = cp.last
-	}
-	for seq := req.Seq + 1; seq <= s.lastS; seq++ {
-		en := s.ring.at(seq)
-		rep.Entries = append(rep.Entries, handoverEntry{Tail: string(en.ev.tail), Ephemeral: en.ev.ephemeral})
-	}
-	s.mu.Lock()
-	rep.Presence, rep.Focus = s.watched, s.focus
-	s.mu.Unlock()
-	rep.KnownUsers = p.g.knownUserIDs(s)
-	p.kill(s, parley.CloseSessionTimeout, "session resumed on another node")
-	return rep
 }
 
 // handover asks the node holding a session for it and adopts it here. It
@@ -243,6 +223,7 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 	s.p.post(func() {
 		defer close(done)
 		p := s.p
+		p.cur = s
 		p.sessions[s] = struct{}{}
 		for _, t := range s.topics {
 			p.indexAdd(t, s)

@@ -43,7 +43,7 @@ var quietLogger = func() *slog.Logger {
 // env is a real node for a test: SQLite store, embedded NATS, a gateway
 // behind an httptest server.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	store *sqlstore.Store
 	bus   *natsbus.Bus
 	gw    *Gateway
@@ -52,13 +52,13 @@ type env struct {
 	reg   *prometheus.Registry
 }
 
-func newEnv(t *testing.T, mutate func(*Config)) *env {
+func newEnv(t testing.TB, mutate func(*Config)) *env {
 	t.Helper()
 	return newEnvWith(t, mutate, nil)
 }
 
 // newEnvWith also lets the test adjust the HTTP server before it starts.
-func newEnvWith(t *testing.T, mutate func(*Config), server func(*http.Server)) *env {
+func newEnvWith(t testing.TB, mutate func(*Config), server func(*http.Server)) *env {
 	t.Helper()
 	e := &env{t: t, reg: prometheus.NewRegistry()}
 	var err error

@@ -51,7 +51,7 @@ func newHub(g *Gateway) *hub {
 	if g.cfg.NewMux != nil {
 		h.muxes = make([]TopicMux, g.cfg.Partitions)
 		for i := range h.muxes {
-			h.muxes[i] = g.cfg.NewMux(h.onEvent)
+			h.muxes[i] = g.cfg.NewMux(h.guardEvents(firstTopic, h.onEvent))
 		}
 	}
 	return h
@@ -79,10 +79,11 @@ func (h *hub) subscribe(topic string, isChannel bool) (func() error, error) {
 		}
 		return func() error { return m.Unsubscribe(topic) }, nil
 	}
+	of := func(parley.Event) string { return topic }
 	if isChannel {
-		return h.g.bus.Subscribe(topic, h.onChannelEvent)
+		return h.g.bus.Subscribe(topic, h.guardEvents(of, h.onChannelEvent))
 	}
-	return h.g.bus.Subscribe(topic, func(ev parley.Event) { h.dispatch(topic, ev) })
+	return h.g.bus.Subscribe(topic, h.guardEvents(of, func(ev parley.Event) { h.dispatch(topic, ev) }))
 }
 
 // acquire takes a reference on topic, subscribing the node on the first.
@@ -90,16 +91,30 @@ func (h *hub) subscribe(topic string, isChannel bool) (func() error, error) {
 // sequencer starts there if this is the first reference); it returns where
 // the node's stream of the channel started.
 func (h *hub) acquire(topic string, after int64) (int64, error) {
+	start, first, err := h.acquireLocked(topic, after)
+	if err != nil {
+		return 0, err
+	}
+	if channelID, isChannel := strings.CutPrefix(topic, parley.TopicPrefixChannel); isChannel && first {
+		// Whatever was committed between the caller's read of the log
+		// position and the subscription is fetched now.
+		h.seq.CatchUp(channelID)
+	}
+	return start, nil
+}
+
+// acquireLocked is acquire's part under mu; first reports a new
+// subscription. The unlock is deferred so that a panic in the bus's
+// Subscribe, recovered further up, does not leave mu held.
+func (h *hub) acquireLocked(topic string, after int64) (start int64, first bool, err error) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.closed {
-		h.mu.Unlock()
-		return 0, errors.New("gateway stopped")
+		return 0, false, errors.New("gateway stopped")
 	}
 	if ts := h.topics[topic]; ts != nil {
 		ts.refs++
-		start := ts.start
-		h.mu.Unlock()
-		return start, nil
+		return ts.start, false, nil
 	}
 	channelID, isChannel := strings.CutPrefix(topic, parley.TopicPrefixChannel)
 	if isChannel {
@@ -110,40 +125,20 @@ func (h *hub) acquire(topic string, after int64) (int64, error) {
 		if isChannel {
 			h.seq.Untrack(channelID)
 		}
-		h.mu.Unlock()
-		return 0, err
+		return 0, false, err
 	}
 	h.topics[topic] = &topicSub{refs: 1, unsub: unsub, start: after}
 	h.g.metrics.subscriptions.Inc()
-	h.mu.Unlock()
-	if isChannel {
-		// Whatever was committed between the caller's read of the log
-		// position and the subscription is fetched now.
-		h.seq.CatchUp(channelID)
-	}
-	return after, nil
+	return after, true, nil
 }
 
 // release drops a reference on topic, unsubscribing on the last.
 func (h *hub) release(topic string) {
-	h.mu.Lock()
-	ts := h.topics[topic]
+	ts := h.releaseLocked(topic)
 	if ts == nil {
-		h.mu.Unlock()
 		return
 	}
-	ts.refs--
-	if ts.refs > 0 {
-		h.mu.Unlock()
-		return
-	}
-	delete(h.topics, topic)
-	h.g.metrics.subscriptions.Dec()
 	channelID, isChannel := strings.CutPrefix(topic, parley.TopicPrefixChannel)
-	if isChannel {
-		h.seq.Untrack(channelID)
-	}
-	h.mu.Unlock()
 	if err := ts.unsub(); err != nil {
 		h.g.log.Warn("gateway unsubscribe failed", "topic", topic, "err", err)
 	}
@@ -152,6 +147,27 @@ func (h *hub) release(topic string) {
 			p.postAsync(func() { delete(p.chanPos, channelID) })
 		}
 	}
+}
+
+// releaseLocked is release's part under mu: it returns the subscription
+// when this was its last reference.
+func (h *hub) releaseLocked(topic string) *topicSub {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ts := h.topics[topic]
+	if ts == nil {
+		return nil
+	}
+	ts.refs--
+	if ts.refs > 0 {
+		return nil
+	}
+	delete(h.topics, topic)
+	h.g.metrics.subscriptions.Dec()
+	if channelID, isChannel := strings.CutPrefix(topic, parley.TopicPrefixChannel); isChannel {
+		h.seq.Untrack(channelID)
+	}
+	return ts
 }
 
 // refs returns the reference count of topic (tests).
@@ -192,13 +208,25 @@ func (h *hub) work(stop <-chan struct{}) {
 				break
 			}
 			for _, op := range ops {
-				if op.release {
-					h.release(op.topic)
-				} else if _, err := h.acquire(op.topic, op.after); err != nil {
-					h.g.log.Error("gateway subscribe failed", "topic", op.topic, "err", err)
-				}
+				h.apply(op)
 			}
 		}
+	}
+}
+
+// apply makes one subscription change. A panic (in the bus's Subscribe or
+// Unsubscribe) is contained like a failure: logged, counted, and the worker
+// goes on with the next change.
+func (h *hub) apply(op subOp) {
+	defer func() {
+		if v := recover(); v != nil {
+			h.g.logPanic(panicBus, v, "topic", op.topic, "release", op.release)
+		}
+	}()
+	if op.release {
+		h.release(op.topic)
+	} else if _, err := h.acquire(op.topic, op.after); err != nil {
+		h.g.log.Error("gateway subscribe failed", "topic", op.topic, "err", err)
 	}
 }
 
@@ -220,6 +248,9 @@ func (h *hub) deliverOrdered(ev parley.Event) {
 
 // dispatch encodes ev once and hands it to every partition.
 func (h *hub) dispatch(topic string, ev parley.Event) {
+	if hook := h.g.dispatchHook.Load(); hook != nil {
+		(*hook)(topic, ev)
+	}
 	e := newEvent(ev, h.g.now())
 	if h.g.jit.dir != nil && carriesUsers(ev.Type) {
 		h.g.jit.annotate([]*event{e}, []parley.Event{ev})

@@ -117,22 +117,6 @@ func (c *conn) authFailed(op string, err error) {
 	}
 }
 
-// addSession puts a new session in the partition: indexed under its
-// topics, following its channels, attached to its socket.
-func (p *partition) addSession(s *session, c *conn, refs []parley.ChannelRef, starts []int64) {
-	p.sessions[s] = struct{}{}
-	for _, t := range s.topics {
-		p.indexAdd(t, s)
-	}
-	for i, r := range refs {
-		p.follow(s, r.ID, r.LastSeq, starts[i])
-	}
-	s.c = c
-	if c.closed() {
-		p.detach(s)
-	}
-}
-
 // resumeOutcome is what a partition says to a resume.
 type resumeOutcome int
 
@@ -182,7 +166,11 @@ func (c *conn) resume(f *inFrame) {
 		return
 	}
 	res := make(chan resumeOutcome, 1)
-	s.p.post(func() { res <- s.p.attach(s, c, *f.Seq) })
+	s.p.post(func() {
+		out := resumeGone // if attach panics
+		defer func() { res <- out }()
+		out = s.p.attach(s, c, *f.Seq)
+	})
 	switch <-res {
 	case resumeOK:
 		c.identified.Store(true)
@@ -203,37 +191,6 @@ func (c *conn) resume(f *inFrame) {
 func (c *conn) invalidSession(reason string) {
 	c.g.metrics.resumes.WithLabelValues(reason).Inc()
 	c.writeJSON(invalidSessionFrame{Op: parley.OpInvalidSession, Reason: reason})
-}
-
-// attach hands a session to a new socket: the events after seq are queued
-// for it (the replay), followed by resumed. An older socket still attached
-// is closed.
-func (p *partition) attach(s *session, c *conn, seq uint64) resumeOutcome {
-	if s.removed {
-		return resumeGone
-	}
-	if seq > s.sentS {
-		return resumeBadSeq
-	}
-	if seq < s.lastS && (s.ring.len() == 0 || s.ring.first > seq+1) {
-		p.kill(s, 0, "")
-		return resumeTooOld
-	}
-	if old := s.c; old != nil {
-		p.detach(s)
-		old.closeWith(parley.CloseSessionTimeout, "session resumed on another connection")
-	}
-	c.lastBeat.Store(p.now)
-	c.sess.Store(s)
-	s.c, s.detachedAt, s.sentS = c, 0, seq
-	s.resumeOwed, s.resumeMark, s.resumeCount = true, s.lastS, s.lastS-seq
-	p.g.presenceConnect(s)
-	if c.closed() {
-		p.detach(s)
-	} else {
-		p.markDirty(s)
-	}
-	return resumeOK
 }
 
 // partitionOf picks a session's partition by its id.

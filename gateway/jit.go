@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"math/bits"
 	"slices"
 	"sync"
 	"time"
@@ -315,32 +314,6 @@ func (u *userSet) add(n uint32) {
 }
 
 func (u *userSet) len() int { return len(u.nums) }
-
-// withUsers returns e as session s must get it: e itself when s has been
-// sent every user e references (no allocation), else a variant carrying the
-// missing users, which s is then deemed to have.
-func (p *partition) withUsers(s *session, e *event) *event {
-	if len(e.users) == 0 {
-		return e
-	}
-	var missing uint64
-	for i := range e.users {
-		if !s.known.has(e.users[i].n) {
-			missing |= 1 << i
-		}
-	}
-	if missing == 0 {
-		return e
-	}
-	v := p.jitMemo.variant(e, missing)
-	for i := range e.users {
-		if missing&(1<<i) != 0 {
-			s.known.add(e.users[i].n)
-		}
-	}
-	p.g.jit.attached.Add(float64(bits.OnesCount64(missing)))
-	return v
-}
 
 // jitMemo keeps the variants of the event a partition is delivering, one
 // per distinct set of missing users, so that sessions missing the same

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"parley/internal/promutil"
 )
 
 // metrics are the gateway's Prometheus metrics, all named parley_gateway_*.
@@ -28,6 +30,7 @@ type metrics struct {
 	admissionRejected *prometheus.CounterVec
 	fanout            prometheus.Histogram
 	queueDepth        prometheus.Histogram
+	panics            *prometheus.CounterVec // parley_panics_total, shared with other packages
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -80,6 +83,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
 		}),
 	}
+	m.panics = promutil.Panics(reg)
 	if reg != nil {
 		reg.MustRegister(m.connections, m.sessions, m.subscriptions, m.identifies, m.resumes, m.closes, m.handovers,
 			m.deliveries, m.droppedEphemeral, m.slowCloses, m.sessionFills, m.typingDropped, m.presenceHidden, m.floodCloses, m.admissionWaiting, m.admissionWait, m.admissionRejected, m.fanout, m.queueDepth)

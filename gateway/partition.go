@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // flushes each session it touched once. Nothing in it blocks on a socket or
 // on the store.
 type partition struct {
-	g     *Gateway
+	env   *partitionEnv // what it reaches outside itself (partition_env.go)
 	id    int
 	inbox chan item
 
@@ -31,9 +32,12 @@ type partition struct {
 	corkBuf    []byte // the frames of one session's flush
 	now        int64  // unix nanos, read once per batch
 	flushEvery int
-	flushes    uint64 // flushes so far, to sample the queue depth
-	delivered  int    // deliveries not yet added to the metric
-	dropped    int    // ephemeral events dropped, not yet added to the metric
+	flushes    uint64    // flushes so far, to sample the queue depth
+	walk       *topicSet // the set a delivery loop is walking, if any
+	cur        *session  // the session a request is working on (partition_recover.go)
+	walkTopic  string    // its topic
+	delivered  int       // deliveries not yet added to the metric
+	dropped    int       // ephemeral events dropped, not yet added to the metric
 
 	jitMemo jitMemo // the variants with users of the event being delivered (jit.go)
 }
@@ -46,8 +50,16 @@ type item struct {
 }
 
 // topicSet is the partition's sessions that follow a topic.
+//
+// A delivery loop walks list while the sessions it delivers to may leave
+// the topic (their user left the channel) or be added to it. While a loop
+// walks the set, a removal leaves a nil hole in its slot instead of moving
+// the last session into it (which the loop would then skip, and whose old
+// slot it would read as nil); appends land past the loop's end. The loop
+// closes the holes when it is done.
 type topicSet struct {
-	list []*session
+	list  []*session
+	holes int // nil slots left by removals during the current walk
 }
 
 // doom is a session to remove once the current delivery loop is done.
@@ -66,9 +78,9 @@ const queueDepthSample = 16
 // maxBatch bounds how many inbox items one flush round takes.
 const maxBatch = 1024
 
-func newPartition(g *Gateway, id int) *partition {
+func newPartition(env *partitionEnv, id int) *partition {
 	return &partition{
-		g:         g,
+		env:       env,
 		id:        id,
 		inbox:     make(chan item, inboxSize),
 		asyncWake: make(chan struct{}, 1),
@@ -76,7 +88,7 @@ func newPartition(g *Gateway, id int) *partition {
 		index:     map[string]*topicSet{},
 		chanPos:   map[string]int64{},
 		// A burst may add this many frames to a queue before a flush.
-		flushEvery: max(1, min(64, g.cfg.SendQueue/4)),
+		flushEvery: max(1, min(64, env.sendQueue/4)),
 	}
 }
 
@@ -87,7 +99,7 @@ func (p *partition) post(fn func()) { p.send(item{fn: fn}) }
 func (p *partition) send(it item) {
 	select {
 	case p.inbox <- it:
-	case <-p.g.stop:
+	case <-p.env.stop:
 	}
 }
 
@@ -103,30 +115,37 @@ func (p *partition) postAsync(fn func()) {
 	}
 }
 
-// run is the partition's goroutine, until stop is closed.
+// run is the partition's goroutine, until stop is closed. A panic ends
+// the round it happened in, never the loop (recover.go).
 func (p *partition) run(stop <-chan struct{}) {
-	tick := time.NewTicker(p.g.sweepEvery)
+	tick := time.NewTicker(p.env.sweepEvery)
 	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case it := <-p.inbox:
-			p.now = p.g.now().UnixNano()
-			p.handle(it)
-			p.drain()
-		case <-p.asyncWake:
-			p.now = p.g.now().UnixNano()
-			p.runAsync()
-			p.drain()
-		case <-tick.C:
-			p.now = p.g.now().UnixNano()
-			p.sweep()
-		}
-		p.reap()
-		p.flushDirty()
-		p.publishCounts()
+	for !p.roundGuarded(stop, tick.C) {
 	}
+}
+
+// round waits for work, does it, then removes the doomed sessions and
+// flushes the touched ones. It reports whether stop was closed.
+func (p *partition) round(stop <-chan struct{}, tick <-chan time.Time) bool {
+	select {
+	case <-stop:
+		return true
+	case it := <-p.inbox:
+		p.now = p.env.now().UnixNano()
+		p.handle(it)
+		p.drain()
+	case <-p.asyncWake:
+		p.now = p.env.now().UnixNano()
+		p.runAsync()
+		p.drain()
+	case <-tick:
+		p.now = p.env.now().UnixNano()
+		p.sweep()
+	}
+	p.reap()
+	p.flushDirty()
+	p.publishCounts()
+	return false
 }
 
 // drain takes what else is waiting, up to maxBatch items, flushing the
@@ -156,13 +175,13 @@ func (p *partition) runAsync() {
 	p.async = nil
 	p.asyncMu.Unlock()
 	for _, fn := range fns {
-		fn()
+		p.runGuarded(fn)
 	}
 }
 
 func (p *partition) handle(it item) {
 	if it.fn != nil {
-		it.fn()
+		p.runGuarded(it.fn)
 		return
 	}
 	p.deliver(it.topic, it.ev)
@@ -170,11 +189,11 @@ func (p *partition) handle(it item) {
 
 func (p *partition) publishCounts() {
 	if p.delivered > 0 {
-		p.g.metrics.deliveries.Add(float64(p.delivered))
+		p.env.metrics.deliveries.Add(float64(p.delivered))
 		p.delivered = 0
 	}
 	if p.dropped > 0 {
-		p.g.metrics.droppedEphemeral.Add(float64(p.dropped))
+		p.env.metrics.droppedEphemeral.Add(float64(p.dropped))
 		p.dropped = 0
 	}
 }
@@ -190,12 +209,16 @@ func (p *partition) deliver(topic string, e *event) {
 	if set == nil {
 		return
 	}
-	for _, s := range set.list {
-		if !s.removed {
-			p.deliverTo(s, e, kind)
+	p.walk, p.walkTopic = set, topic
+	// Indexes below n stay put during the walk; list is read afresh each
+	// time because an append may have moved it.
+	for i, n := 0, len(set.list); i < n; i++ {
+		if s := set.list[i]; s != nil && !s.removed {
+			p.deliverGuarded(s, e, kind)
 		}
 	}
-	p.g.metrics.fanout.Observe(time.Duration(p.now - e.recv.UnixNano()).Seconds())
+	p.endWalk()
+	p.env.metrics.fanout.Observe(time.Duration(p.now - e.recv.UnixNano()).Seconds())
 }
 
 // deliverTo decides for one session. A channel's durable events reach a
@@ -230,14 +253,24 @@ func (p *partition) deliverTo(s *session, e *event, kind parley.TopicKind) {
 			p.startFill(s, e.channelID) // the session is behind the node's stream
 			return
 		}
-		cp.last = e.seq
+		// The position moves once the event is queued: a panic in between
+		// leaves it behind, and the resync reads the event again.
 		p.enqueue(s, e)
+		cp.last = e.seq
 		if (cp.until > 0 && cp.last >= cp.until) || (e.typ == parley.EventMemberLeft && e.userID == s.userID) {
 			p.leave(s, e.channelID)
 		}
 		return
 	}
 	if follows {
+		own := e.userID == s.userID && (e.typ == parley.EventMemberLeft || e.typ == parley.EventMemberJoined)
+		if own && cp.until > 0 && e.seq > cp.until {
+			// The user's membership changed again after a removal the
+			// channel's stream has not brought yet: replayed once the
+			// session has left (leave).
+			cp.later = append(cp.later, e)
+			return
+		}
 		if e.typ == parley.EventMemberLeft && e.userID == s.userID {
 			p.leaveAfter(s, e.channelID, e.seq)
 		}
@@ -259,18 +292,19 @@ func (p *partition) deliverTo(s *session, e *event, kind parley.TopicKind) {
 // full. A connected session whose queue is full is cut with 4009; it stays
 // resumable and keeps queueing.
 func (p *partition) enqueue(s *session, e *event) {
+	p.cur = s
 	queued := int(s.lastS - s.sentS)
-	if e.ephemeral && (s.c == nil || queued >= p.g.cfg.SendQueue/2) {
+	if e.ephemeral && (s.c == nil || queued >= p.env.sendQueue/2) {
 		p.dropped++
 		return
 	}
-	if s.c != nil && queued >= p.g.cfg.SendQueue {
-		p.g.metrics.slowCloses.Inc()
+	if s.c != nil && queued >= p.env.sendQueue {
+		p.env.metrics.slowCloses.Inc()
 		c := s.c
 		p.detach(s)
 		c.closeWith(parley.CloseSessionTimeout, "send queue full")
 	}
-	if s.ring.len() >= p.g.cfg.ReplayMax {
+	if s.ring.len() >= p.env.replayMax {
 		if s.ring.first > s.sentS {
 			// The oldest entry was never sent: no resume can replay it.
 			p.kill(s, 0, "")
@@ -303,7 +337,7 @@ func (p *partition) flushDirty() {
 		s.dirty = false
 		p.dirty[i] = nil
 		if !s.removed {
-			p.flush(s)
+			p.flushGuarded(s)
 		}
 	}
 	rest := copy(p.dirty, p.dirty[n:])
@@ -329,7 +363,7 @@ func (p *partition) flush(s *session) {
 	if c == nil || (s.sentS == s.lastS && !s.resumeOwed) {
 		return
 	}
-	budget := p.g.cfg.WriteHighWater - c.pending()
+	budget := p.env.writeHighWater - c.pending()
 	if budget <= 0 {
 		if !c.armWritable() {
 			p.markDirty(s) // drained meanwhile: next round
@@ -337,7 +371,7 @@ func (p *partition) flush(s *session) {
 		return
 	}
 	if p.flushes++; p.flushes%queueDepthSample == 0 {
-		p.g.metrics.queueDepth.Observe(float64(s.lastS - s.sentS))
+		p.env.metrics.queueDepth.Observe(float64(s.lastS - s.sentS))
 	}
 	c.cork(p.corkBuf)
 	failed := false
@@ -384,7 +418,7 @@ func (p *partition) detach(s *session) {
 	s.c = nil
 	s.detachedAt = p.now
 	s.resumeOwed = false
-	p.g.presenceDisconnect(s)
+	p.env.presenceDisconnect(s)
 }
 
 // kill marks the session for removal after the current loop; an attached
@@ -400,34 +434,40 @@ func (p *partition) kill(s *session, code int, reason string) {
 // reap removes the doomed sessions: out of the index, their topics
 // released, out of the registry.
 func (p *partition) reap() {
-	for i, d := range p.doomed {
+	// Indexed, not ranged: a removal could doom another session.
+	for i := 0; i < len(p.doomed); i++ {
+		d := p.doomed[i]
 		p.doomed[i] = doom{}
-		s := d.s
-		if s.c != nil {
-			c := s.c
-			p.detach(s)
-			if d.code != 0 {
-				c.closeWith(d.code, d.reason)
-			} else {
-				c.closeWith(parley.CloseSessionTimeout, "session ended")
-			}
-		}
-		for ch := range s.chans {
-			p.indexRemove(parley.TopicPrefixChannel+ch, s)
-			p.g.hub.later(subOp{topic: parley.TopicPrefixChannel + ch, release: true})
-		}
-		for _, t := range s.topics {
-			p.indexRemove(t, s)
-			p.g.hub.later(subOp{topic: t, release: true})
-		}
-		clear(s.chans)
-		s.ring.reset()
-		delete(p.sessions, s)
-		p.g.registry.remove(s)
-		s.setWatch(nil, nil)
-		p.g.metrics.sessions.Dec()
+		p.reapGuarded(d)
 	}
 	p.doomed = p.doomed[:0]
+}
+
+func (p *partition) reapOne(d doom) {
+	s := d.s
+	if s.c != nil {
+		c := s.c
+		p.detach(s)
+		if d.code != 0 {
+			c.closeWith(d.code, d.reason)
+		} else {
+			c.closeWith(parley.CloseSessionTimeout, "session ended")
+		}
+	}
+	for ch := range s.chans {
+		p.indexRemove(parley.TopicPrefixChannel+ch, s)
+		p.env.later(subOp{topic: parley.TopicPrefixChannel + ch, release: true})
+	}
+	for _, t := range s.topics {
+		p.indexRemove(t, s)
+		p.env.later(subOp{topic: t, release: true})
+	}
+	clear(s.chans)
+	s.ring.reset()
+	delete(p.sessions, s)
+	p.env.forget(s)
+	s.setWatch(nil, nil)
+	p.env.metrics.sessions.Dec()
 }
 
 func (p *partition) indexAdd(topic string, s *session) {
@@ -446,6 +486,11 @@ func (p *partition) indexRemove(topic string, s *session) {
 	}
 	for i, x := range set.list {
 		if x == s {
+			if set == p.walk {
+				set.list[i] = nil // closed by endWalk
+				set.holes++
+				return
+			}
 			last := len(set.list) - 1
 			set.list[i] = set.list[last]
 			set.list[last] = nil
@@ -458,33 +503,53 @@ func (p *partition) indexRemove(topic string, s *session) {
 	}
 }
 
+// endWalk ends a delivery loop's walk of its set: the holes that
+// removals left are closed, keeping the order of the rest, and a set left
+// empty is dropped.
+func (p *partition) endWalk() {
+	set, topic := p.walk, p.walkTopic
+	p.walk, p.walkTopic = nil, ""
+	if set == nil || set.holes == 0 {
+		return
+	}
+	set.holes = 0
+	set.list = slices.DeleteFunc(set.list, func(s *session) bool { return s == nil })
+	if len(set.list) == 0 && p.index[topic] == set {
+		delete(p.index, topic)
+	}
+}
+
 // sweep closes connections that stopped heartbeating, removes sessions
 // whose resume window has passed, and trims replay rings by age.
 func (p *partition) sweep() {
-	hbDeadline := p.now - int64(p.g.cfg.HeartbeatInterval)*3/2
-	windowDeadline := p.now - int64(p.g.cfg.ResumeWindow)
-	ttlDeadline := p.now - int64(p.g.cfg.ReplayTTL)
+	hbDeadline := p.now - int64(p.env.heartbeat)*3/2
+	windowDeadline := p.now - int64(p.env.resumeWindow)
+	ttlDeadline := p.now - int64(p.env.replayTTL)
 	for s := range p.sessions {
-		if s.removed {
-			continue
+		if !s.removed {
+			p.sweepGuarded(s, hbDeadline, windowDeadline, ttlDeadline)
 		}
-		if s.c != nil {
-			if c, ok := s.c.(*conn); ok && c.lastBeat.Load() < hbDeadline {
-				p.detach(s)
-				c.closeWith(parley.CloseSessionTimeout, "heartbeat timeout")
+	}
+}
+
+// sweepOne is the sweep of one session.
+func (p *partition) sweepOne(s *session, hbDeadline, windowDeadline, ttlDeadline int64) {
+	if s.c != nil {
+		if c, ok := s.c.(*conn); ok && c.lastBeat.Load() < hbDeadline {
+			p.detach(s)
+			c.closeWith(parley.CloseSessionTimeout, "heartbeat timeout")
+		}
+	} else if s.detachedAt < windowDeadline {
+		p.kill(s, 0, "")
+		return
+	}
+	for en := s.ring.oldest(); en != nil && en.at < ttlDeadline; en = s.ring.oldest() {
+		if s.ring.first > s.sentS {
+			if s.c == nil {
+				p.kill(s, 0, "") // unsent events expired: not resumable
 			}
-		} else if s.detachedAt < windowDeadline {
-			p.kill(s, 0, "")
-			continue
+			break
 		}
-		for en := s.ring.oldest(); en != nil && en.at < ttlDeadline; en = s.ring.oldest() {
-			if s.ring.first > s.sentS {
-				if s.c == nil {
-					p.kill(s, 0, "") // unsent events expired: not resumable
-				}
-				break
-			}
-			s.ring.pop()
-		}
+		s.ring.pop()
 	}
 }

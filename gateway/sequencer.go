@@ -38,7 +38,7 @@ const fetchTimeout = 10 * time.Second
 func newSequencer(g *Gateway) sequencer {
 	return order.New(order.Config{
 		Fetch:      g.store.ChannelLog,
-		Deliver:    g.hub.deliverOrdered,
+		Deliver:    g.hub.guardEvents(channelTopic, g.hub.deliverOrdered),
 		HoldBack:   g.cfg.HoldBack,
 		Logger:     g.log,
 		Registerer: g.cfg.Registerer,

@@ -44,9 +44,10 @@ type session struct {
 
 // chanPos is a session's position in one channel it follows.
 type chanPos struct {
-	last     int64 // the last seq of the channel given to the session
-	until    int64 // > 0: the session leaves the channel after this seq
-	catching bool  // a read of the log for this session is in flight
+	last     int64    // the last seq of the channel given to the session
+	until    int64    // > 0: the session leaves the channel after this seq
+	later    []*event // the user's own member events after until, for leave
+	catching bool     // a read of the log for this session is in flight
 }
 
 func newSession(id, userID, workspaceID, tokenHash string, p *partition) *session {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"parley"
@@ -33,7 +34,7 @@ func (p *partition) join(s *session, channelID string, seq int64) {
 		return
 	}
 	delete(s.left, channelID)
-	p.g.hub.later(subOp{topic: parley.TopicPrefixChannel + channelID, after: seq})
+	p.env.later(subOp{topic: parley.TopicPrefixChannel + channelID, after: seq})
 	p.follow(s, channelID, seq, 0)
 }
 
@@ -49,7 +50,12 @@ func (p *partition) leave(s *session, channelID string) {
 	}
 	s.left[channelID] = cp.last
 	p.indexRemove(parley.TopicPrefixChannel+channelID, s)
-	p.g.hub.later(subOp{topic: parley.TopicPrefixChannel + channelID, release: true})
+	p.env.later(subOp{topic: parley.TopicPrefixChannel + channelID, release: true})
+	// A re-join (and what followed it) that came on the user topic while
+	// the session waited for its removal on the channel's stream.
+	for _, e := range cp.later {
+		p.deliverTo(s, e, parley.TopicKindUser)
+	}
 }
 
 // leaveAfter makes the session leave the channel once it has been given
@@ -76,14 +82,38 @@ func (p *partition) startFill(s *session, channelID string) {
 	}
 	cp.catching = true
 	after := cp.last
-	p.g.metrics.sessionFills.Inc()
+	p.env.metrics.sessionFills.Inc()
 	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				p.env.logPanic(panicFill, v, "session_id", s.id, "channel_id", channelID)
+				p.post(func() { p.fillPanicked(s, channelID) })
+			}
+		}()
 		ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
-		evs, err := p.g.store.ChannelLog(ctx, channelID, after, fillLimit)
+		evs, err := p.env.readLog(ctx, channelID, after, fillLimit)
 		cancel()
-		es := p.g.prepare(evs, p.g.now())
+		es := p.env.prepare(evs, p.env.now())
 		p.post(func() { p.fillDone(s, channelID, es, err) })
 	}()
+}
+
+// errFillPanicked is the failure of a catch-up read that panicked.
+var errFillPanicked = errors.New("catch-up read panicked")
+
+// fillPanicked closes the session's socket with 4009 after its catch-up
+// read panicked, and retries the read later like a failed one: the resume
+// then gets what the read brings. (An immediate retry could panic again at
+// once, and again.)
+func (p *partition) fillPanicked(s *session, channelID string) {
+	if s.removed {
+		return
+	}
+	if c := s.c; c != nil {
+		p.detach(s)
+		c.closeWith(parley.CloseSessionTimeout, closeInternal)
+	}
+	p.fillDone(s, channelID, nil, errFillPanicked)
 }
 
 // fillDone delivers a catch-up read. While it was in flight the session
@@ -93,13 +123,14 @@ func (p *partition) fillDone(s *session, channelID string, evs []*event, err err
 	if s.removed {
 		return
 	}
+	p.cur = s
 	cp, ok := s.chans[channelID]
 	if !ok || !cp.catching {
 		return
 	}
 	cp.catching = false
 	if err != nil {
-		p.g.log.Warn("gateway session catch-up failed", "session_id", s.id, "channel_id", channelID, "err", err)
+		p.env.log.Warn("gateway session catch-up failed", "session_id", s.id, "channel_id", channelID, "err", err)
 		time.AfterFunc(fillRetry, func() { p.postAsync(func() { p.retryFill(s, channelID) }) })
 		return
 	}
@@ -110,8 +141,8 @@ func (p *partition) fillDone(s *session, channelID string, evs []*event, err err
 		if e.seq != cp.last+1 || (cp.until > 0 && e.seq > cp.until) {
 			break
 		}
-		cp.last = e.seq
 		p.enqueue(s, e)
+		cp.last = e.seq // after: a panic in enqueue leaves it behind
 		if s.removed {
 			return
 		}

@@ -1,0 +1,70 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"parley"
+)
+
+// partitionEnv is all a partition reaches outside itself: a few settings,
+// its metrics, and the handful of calls it makes into the rest of the node.
+// The gateway builds one at start-up and hands it to every partition, so a
+// partition holds no pointer to the whole Gateway and what it depends on is
+// listed here.
+type partitionEnv struct {
+	sendQueue      int // Config.SendQueue
+	replayMax      int // Config.ReplayMax
+	writeHighWater int // Config.WriteHighWater
+	heartbeat      time.Duration
+	resumeWindow   time.Duration
+	replayTTL      time.Duration
+	sweepEvery     time.Duration
+
+	stop        <-chan struct{} // closed when the gateway stops
+	now         func() time.Time
+	log         *slog.Logger
+	metrics     *metrics
+	jitAttached prometheus.Counter                                // users attached to events (jit.go)
+	deliverHook *atomic.Pointer[func(sessionID string, e *event)] // tests (partition_recover.go)
+
+	later              func(subOp)    // queue a node subscription change (hub)
+	forget             func(*session) // take a removed session out of the registry
+	presenceConnect    func(*session)
+	presenceDisconnect func(*session)
+	readLog            func(ctx context.Context, channelID string, after int64, limit int) ([]parley.Event, error)
+	prepare            func(evs []parley.Event, recv time.Time) []*event // encode a catch-up read (jit.go)
+	knownUsers         func(*session) []string                           // for a handover (jit.go)
+	logPanic           func(where string, v any, attrs ...any)
+}
+
+// partitionEnv builds the environment of the gateway's partitions.
+func (g *Gateway) partitionEnv() *partitionEnv {
+	return &partitionEnv{
+		sendQueue:          g.cfg.SendQueue,
+		replayMax:          g.cfg.ReplayMax,
+		writeHighWater:     g.cfg.WriteHighWater,
+		heartbeat:          g.cfg.HeartbeatInterval,
+		resumeWindow:       g.cfg.ResumeWindow,
+		replayTTL:          g.cfg.ReplayTTL,
+		sweepEvery:         g.sweepEvery,
+		stop:               g.stop,
+		now:                g.now,
+		log:                g.log,
+		metrics:            g.metrics,
+		jitAttached:        g.jit.attached,
+		deliverHook:        &g.deliverHook,
+		later:              g.hub.later,
+		forget:             g.registry.remove,
+		presenceConnect:    g.presenceConnect,
+		presenceDisconnect: g.presenceDisconnect,
+		readLog:            g.store.ChannelLog,
+		prepare:            g.prepare,
+		knownUsers:         g.knownUserIDs,
+		logPanic:           g.logPanic,
+	}
+}
