@@ -20,7 +20,7 @@ type Gateway struct {
 	cfg      Config
 	log      *slog.Logger
 	store    Store
-	bus      Bus
+	bus      parley.EventBus
 	presence Presence
 	now      func() time.Time
 	metrics  *metrics

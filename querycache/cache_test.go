@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"parley"
+	"parley/natsbus"
 )
 
 // TestLoadOnceUnderConcurrentFirstRequests: fifty first requests for a cold
@@ -62,8 +63,8 @@ func TestUnknownWorkspace(t *testing.T) {
 
 	_, err := n.cache.Switcher(bg(t), owner.ID, "Wnosuch", "", 10)
 	wantCode(t, err, parley.ENOTFOUND)
-	if n.cache.mux.Topics() != 0 || n.cache.Stats().Workspaces != 0 {
-		t.Fatalf("an unknown workspace stays subscribed: %d topics, %+v", n.cache.mux.Topics(), n.cache.Stats())
+	if n.cache.mux.(*natsbus.Mux).Topics() != 0 || n.cache.Stats().Workspaces != 0 {
+		t.Fatalf("an unknown workspace stays subscribed: %d topics, %+v", n.cache.mux.(*natsbus.Mux).Topics(), n.cache.Stats())
 	}
 	_, err = n.cache.Switcher(bg(t), stranger.ID, ws.ID, "", 10)
 	wantCode(t, err, parley.ENOTFOUND)
@@ -98,8 +99,8 @@ func TestWarmThenEvicted(t *testing.T) {
 	}
 	n.clock.Advance(2 * time.Minute)
 	n.cache.sweep()
-	if s := n.cache.Stats(); s.Workspaces != 0 || s.Users != 0 || n.cache.mux.Topics() != 0 {
-		t.Fatalf("not evicted after 11 idle minutes: %+v, %d topics", s, n.cache.mux.Topics())
+	if s := n.cache.Stats(); s.Workspaces != 0 || s.Users != 0 || n.cache.mux.(*natsbus.Mux).Topics() != 0 {
+		t.Fatalf("not evicted after 11 idle minutes: %+v, %d topics", s, n.cache.mux.(*natsbus.Mux).Topics())
 	}
 	_, err = n.cache.Switcher(bg(t), owner.ID, ws.ID, "", 10)
 	noErr(t, err)

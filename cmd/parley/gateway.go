@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"parley"
 	"parley/gateway"
 	"parley/presence"
 )
@@ -29,7 +28,6 @@ func (n *node) startGateway() error {
 		Bus:        n.bus,
 		Presence:   n.presence,
 		Users:      n.userDirectory(),
-		NewMux:     func(fn func(parley.Event)) gateway.TopicMux { return n.bus.NewMux(0, fn) },
 		NodeID:     n.opts.NodeID,
 		Logger:     n.log,
 		Registerer: n.reg,
