@@ -10,10 +10,10 @@ import (
 	"parley/natsbus"
 )
 
-// TestLoadOnceUnderConcurrentFirstRequests: fifty first requests for a cold
+// testLoadOnceUnderConcurrentFirstRequests: fifty first requests for a cold
 // workspace make one directory read between them, and all get the answer.
-func TestLoadOnceUnderConcurrentFirstRequests(t *testing.T) {
-	n := newNode(t)
+func testLoadOnceUnderConcurrentFirstRequests(t *testing.T, bus *natsbus.Bus) {
+	n := newNodeOnBus(t, bus)
 	owner := mustUser(t, n.store, "owner", "Olive Owner")
 	ws := mustWorkspace(t, n.store, owner)
 	ann := mustUser(t, n.store, "ann", "Ann Lee")
@@ -53,10 +53,10 @@ func TestLoadOnceUnderConcurrentFirstRequests(t *testing.T) {
 	}
 }
 
-// TestUnknownWorkspace: an unknown workspace or a non-member is not found,
+// testUnknownWorkspace: an unknown workspace or a non-member is not found,
 // and leaves nothing subscribed behind.
-func TestUnknownWorkspace(t *testing.T) {
-	n := newNode(t)
+func testUnknownWorkspace(t *testing.T, bus *natsbus.Bus) {
+	n := newNodeOnBus(t, bus)
 	owner := mustUser(t, n.store, "owner", "Olive Owner")
 	stranger := mustUser(t, n.store, "stranger", "Sam Stranger")
 	ws := mustWorkspace(t, n.store, owner)
@@ -76,11 +76,11 @@ func TestUnknownWorkspace(t *testing.T) {
 	wantCode(t, err, parley.ENOTFOUND)
 }
 
-// TestWarmThenEvicted: a workspace stays loaded while used and for WarmFor
+// testWarmThenEvicted: a workspace stays loaded while used and for WarmFor
 // after its last use, then it is evicted, unsubscribed and its users
 // dropped; the next query loads it again.
-func TestWarmThenEvicted(t *testing.T) {
-	n := newNode(t, func(c *Config) { c.WarmFor = 10 * time.Minute })
+func testWarmThenEvicted(t *testing.T, bus *natsbus.Bus) {
+	n := newNodeOnBus(t, bus, func(c *Config) { c.WarmFor = 10 * time.Minute })
 	owner := mustUser(t, n.store, "owner", "Olive Owner")
 	ws := mustWorkspace(t, n.store, owner)
 
