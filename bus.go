@@ -85,8 +85,12 @@ const (
 	// ConfigChangedTopic carries live-configuration change notices
 	// (package liveconfig).
 	ConfigChangedTopic = "config.changed"
+	// PresenceControlTopic carries the presence trackers' heartbeats,
+	// queries and goodbyes to every node (package presence).
+	PresenceControlTopic = "presencectl"
 )
 
-// NodeTopic is the topic of a node-to-node request kind aimed at one node,
-// "node.<nodeID>.<kind>" (kind "handover": the gateway's session handover).
+// NodeTopic is the topic of node-to-node messages of one kind aimed at one
+// node, "node.<nodeID>.<kind>": kind "handover" is the gateway's session
+// handover (request/reply), "presence" the presence trackers' answers.
 func NodeTopic(nodeID, kind string) string { return "node." + nodeID + "." + kind }

@@ -27,14 +27,6 @@ type Store interface {
 
 var _ Store = (parley.Store)(nil)
 
-// The gateway's bus is the root's seam: Config.Bus is a parley.EventBus,
-// and two optional parts are found on it by type assertion. A bus that is
-// also a parley.MuxBus carries the node's subscriptions through Partitions
-// TopicMuxes (a topic always through the same one, so its events stay in bus
-// order) instead of one Subscribe each: cheaper when a node holds tens of
-// thousands of topics. A bus that is also a parley.Requester enables session
-// handover, so that a session resumes on another node than its own.
-
 // Presence aggregates users' presence across devices and nodes (package
 // presence implements it).
 type Presence interface {
@@ -74,7 +66,14 @@ var defaultIdentifyRate = Rate{PerMinute: 120, Burst: 60}
 // zero value is the documented default.
 type Config struct {
 	Store Store
-	// Bus carries events between nodes; see above for what else it may do.
+	// Bus carries events between nodes. Two optional parts are found on
+	// it by type assertion (natsbus has both). A bus that is also a
+	// parley.MuxBus carries the node's subscriptions through Partitions
+	// TopicMuxes (a topic always through the same one, so its events stay
+	// in bus order) instead of one Subscribe each: cheaper when a node
+	// holds tens of thousands of topics. A bus that is also a
+	// parley.Requester enables session handover, so that a session resumes
+	// on another node than its own.
 	Bus parley.EventBus
 	// Users resolves the authors and @-mentioned users of messages, so
 	// that a session gets each such user's object with the first message

@@ -35,14 +35,15 @@ const (
 )
 
 // ctlTopic is the one topic every tracker subscribes to.
-const ctlTopic = "presencectl"
+const ctlTopic = parley.PresenceControlTopic
 
 // maxBatch bounds the users named in one query, answer or manual set.
 const maxBatch = 500
 
 func topicOf(user string) string { return parley.TopicPresence(user) }
 
-func nodeTopic(node string) string { return "node." + node + ".presence" }
+// nodeTopic is where a tracker hears what is meant for its node alone.
+func nodeTopic(node string) string { return parley.NodeTopic(node, "presence") }
 
 // changedData is the d of presence.changed: the sending node's
 // contribution for one user, versioned by (boot, v).
