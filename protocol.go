@@ -339,7 +339,7 @@ func TopicDirectory(id string) string { return TopicPrefixDirectory + id }
 
 // TopicNodePresence is the presence tracker of node's own topic: answers
 // to its queries and messages meant for it alone.
-func TopicNodePresence(node string) string { return "node." + node + ".presence" }
+func TopicNodePresence(node string) string { return NodeTopic(node, "presence") }
 
 // TopicKind is what a topic is about, from its prefix.
 type TopicKind uint8

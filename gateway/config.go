@@ -28,31 +28,6 @@ type Store interface {
 
 var _ Store = (parley.Store)(nil)
 
-// Bus carries events between nodes. *natsbus.Bus implements it.
-type Bus interface {
-	Subscribe(topic string, fn func(parley.Event)) (unsubscribe func() error, err error)
-	Publish(events []parley.Event)
-}
-
-// Requester is the request/reply side of a bus, used for session handover
-// between nodes; *natsbus.Bus implements it. A Bus that also implements it
-// enables resume on another node than the session's.
-type Requester interface {
-	// Request sends data on subject and waits for one reply.
-	Request(ctx context.Context, subject string, data []byte) ([]byte, error)
-	// Handle answers every request on subject with fn's result.
-	Handle(subject string, fn func(data []byte) ([]byte, error)) (stop func() error, err error)
-}
-
-// TopicMux funnels many topic subscriptions into one handler goroutine
-// (*natsbus.Mux): cheaper than a goroutine per subscription when a node holds
-// tens of thousands of topics.
-type TopicMux interface {
-	Subscribe(topic string) error
-	Unsubscribe(topic string) error
-	Close()
-}
-
 // Presence aggregates users' presence across devices and nodes (package
 // presence implements it).
 type Presence interface {
@@ -98,12 +73,15 @@ var defaultInboundRate = Rate{PerMinute: 1200, Burst: 200}
 // zero value is the documented default.
 type Config struct {
 	Store Store
-	Bus   Bus
-	// NewMux, when set, makes the node's subscriptions through Partitions
-	// muxes (a topic always through the same one, so its events stay in bus
-	// order) instead of Bus.Subscribe: with natsbus,
-	// func(fn func(parley.Event)) gateway.TopicMux { return bus.NewMux(0, fn) }.
-	NewMux func(fn func(parley.Event)) TopicMux
+	// Bus carries events between nodes. Two optional parts are found on
+	// it by type assertion (natsbus has both). A bus that is also a
+	// parley.MuxBus carries the node's subscriptions through Partitions
+	// TopicMuxes (a topic always through the same one, so its events stay
+	// in bus order) instead of one Subscribe each: cheaper when a node
+	// holds tens of thousands of topics. A bus that is also a
+	// parley.Requester enables session handover, so that a session resumes
+	// on another node than its own.
+	Bus parley.EventBus
 	// Users resolves the authors and @-mentioned users of messages, so
 	// that a session gets each such user's object with the first message
 	// that references them (just-in-time users, jit.go); the query cache

@@ -20,7 +20,7 @@ type Gateway struct {
 	cfg      Config
 	log      *slog.Logger
 	store    Store
-	bus      Bus
+	bus      parley.EventBus
 	presence Presence
 	users    userLookup // who a session may see (visibility.go); nil: nobody
 	now      func() time.Time

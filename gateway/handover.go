@@ -22,14 +22,12 @@ import (
 // ahead), replays the entries, and goes on. A holder that does not answer
 // (dead) leaves the client to invalid_session and /sync.
 
-// handoverName is the node-to-node request kind: the subject is
-// "parley.node.<node_id>.handover".
+// handoverName is the node-to-node request kind: the topic is
+// parley.NodeTopic(nodeID, "handover").
 const handoverName = "handover"
 
 // maxHandoverHops bounds how far a handover follows "moved" notes.
 const maxHandoverHops = 3
-
-func nodeSubject(nodeID, name string) string { return "parley.node." + nodeID + "." + name }
 
 type handoverRequest struct {
 	SessionID string `json:"session_id"`
@@ -101,11 +99,11 @@ func (m *movedNotes) get(sessionID string, now time.Time) string {
 
 // startHandover answers other nodes' handover requests, when the bus can.
 func (g *Gateway) startHandover() error {
-	rq, ok := g.bus.(Requester)
+	rq, ok := g.bus.(parley.Requester)
 	if !ok {
 		return nil
 	}
-	stop, err := rq.Handle(nodeSubject(g.cfg.NodeID, handoverName), g.answerHandoverGuarded)
+	stop, err := rq.Handle(parley.NodeTopic(g.cfg.NodeID, handoverName), g.answerHandoverGuarded)
 	if err != nil {
 		return err
 	}
@@ -155,7 +153,7 @@ func (g *Gateway) answerHandover(data []byte) ([]byte, error) {
 // handover asks the node holding a session for it and adopts it here. It
 // returns nil (and why) when no node hands it over.
 func (g *Gateway) handover(ctx context.Context, sessionID, tokenHash string, seq uint64) (*session, resumeOutcome) {
-	rq, ok := g.bus.(Requester)
+	rq, ok := g.bus.(parley.Requester)
 	if !ok {
 		return nil, resumeGone
 	}
@@ -165,7 +163,7 @@ func (g *Gateway) handover(ctx context.Context, sessionID, tokenHash string, seq
 	}
 	req, _ := json.Marshal(handoverRequest{SessionID: sessionID, TokenHash: tokenHash, Seq: seq, Node: g.cfg.NodeID})
 	for hop := 0; hop < maxHandoverHops && owner != "" && owner != g.cfg.NodeID; hop++ {
-		data, err := rq.Request(ctx, nodeSubject(owner, handoverName), req)
+		data, err := rq.Request(ctx, parley.NodeTopic(owner, handoverName), req)
 		if err != nil {
 			g.log.Info("gateway handover: no answer", "session_id", sessionID, "node", owner, "err", err)
 			g.metrics.handovers.WithLabelValues("no_answer").Inc()

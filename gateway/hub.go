@@ -17,7 +17,7 @@ type hub struct {
 	g   *Gateway
 	seq sequencer
 
-	muxes []TopicMux // nil: one Bus.Subscribe per topic
+	muxes []parley.TopicMux // nil (a bus without muxes): one Bus.Subscribe per topic
 
 	mu     sync.Mutex
 	topics map[string]*topicSub // guarded by mu
@@ -48,10 +48,10 @@ type subOp struct {
 
 func newHub(g *Gateway) *hub {
 	h := &hub{g: g, topics: map[string]*topicSub{}, opsWake: make(chan struct{}, 1)}
-	if g.cfg.NewMux != nil {
-		h.muxes = make([]TopicMux, g.cfg.Partitions)
+	if mb, ok := g.cfg.Bus.(parley.MuxBus); ok {
+		h.muxes = make([]parley.TopicMux, g.cfg.Partitions)
 		for i := range h.muxes {
-			h.muxes[i] = g.cfg.NewMux(h.guardEvents(firstTopic, h.onEvent))
+			h.muxes[i] = mb.NewMux(0, h.guardEvents(firstTopic, h.onEvent))
 		}
 	}
 	return h

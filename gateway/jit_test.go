@@ -315,7 +315,7 @@ func (e *env) jitNode(nodeID string, dir UserDirectory) *env {
 	e.t.Helper()
 	n := &env{t: e.t, store: e.store, bus: e.bus, reg: prometheus.NewRegistry()}
 	var err error
-	n.gw, err = New(Config{Store: e.store, Bus: e.bus, NodeID: nodeID, Registerer: n.reg, Partitions: 2,
+	n.gw, err = New(Config{Store: e.store, Bus: muxlessBus{e.bus, e.bus}, NodeID: nodeID, Registerer: n.reg, Partitions: 2,
 		Logger: quietLogger, Users: dir})
 	if err != nil {
 		e.t.Fatal(err)

@@ -23,22 +23,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"parley"
-	"parley/natsbus"
 )
-
-// Subject is the bus subject of change notices. A notice carries no
-// configuration, only the reason to reload it.
-const Subject = natsbus.SubjectPrefix + "config.changed"
 
 // DefaultRefresh is how often a node reloads the configuration even when
 // no notice came.
 const DefaultRefresh = 30 * time.Second
-
-// Bus is the part of the bus the manager uses (natsbus.Bus has it).
-type Bus interface {
-	PublishRaw(subject string, data []byte) error
-	SubscribeRaw(subject string, fn func(data []byte)) (unsubscribe func() error, err error)
-}
 
 // Options configure a Manager; the zero value of each field is a default.
 type Options struct {
@@ -56,7 +45,7 @@ type Manager struct {
 
 	// Set by Start.
 	store  parley.SettingsService
-	bus    Bus
+	bus    parley.RawBus
 	unsub  func() error
 	reload chan struct{} // a notice arrived: reload soon (1-buffered)
 	stop   chan struct{}
@@ -88,14 +77,15 @@ func New(o Options) *Manager {
 func (m *Manager) LiveConfig() parley.LiveConfig { return *m.cur.Load() }
 
 // Start loads the stored configuration, then follows changes: notices on
-// bus and the periodic refresh. Stop ends that.
-func (m *Manager) Start(ctx context.Context, store parley.SettingsService, bus Bus) error {
+// bus (topic parley.ConfigChangedTopic; a notice carries no configuration,
+// only the reason to reload it) and the periodic refresh. Stop ends that.
+func (m *Manager) Start(ctx context.Context, store parley.SettingsService, bus parley.RawBus) error {
 	m.store, m.bus = store, bus
 	m.reload = make(chan struct{}, 1)
 	m.stop = make(chan struct{})
 	// Subscribe before loading: a change saved between the two is then
 	// either in the load or announced by a notice that reloads it.
-	unsub, err := bus.SubscribeRaw(Subject, func([]byte) {
+	unsub, err := bus.SubscribeRaw(parley.ConfigChangedTopic, func([]byte) {
 		select {
 		case m.reload <- struct{}{}:
 		default: // a reload is already pending; it will read the latest
@@ -265,7 +255,7 @@ func (m *Manager) Update(ctx context.Context, p Patch, dryRun bool) (*Change, er
 	}
 	m.set(c) // this node at once; the others on the notice
 	m.metrics.updates.Inc()
-	if err := m.bus.PublishRaw(Subject, []byte(`{}`)); err != nil {
+	if err := m.bus.PublishRaw(parley.ConfigChangedTopic, []byte(`{}`)); err != nil {
 		// Saved: the other nodes pick it up on their next refresh.
 		m.log.Warn("live config: change notice not sent; other nodes will see it on refresh",
 			"refresh", m.refresh, "err", err)

@@ -45,7 +45,7 @@ func startBus(t *testing.T) *natsbus.Bus {
 	return b
 }
 
-func startManager(t *testing.T, s parley.SettingsService, b liveconfig.Bus, o liveconfig.Options) *liveconfig.Manager {
+func startManager(t *testing.T, s parley.SettingsService, b parley.RawBus, o liveconfig.Options) *liveconfig.Manager {
 	t.Helper()
 	o.Logger = quiet
 	m := liveconfig.New(o)

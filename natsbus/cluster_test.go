@@ -145,7 +145,7 @@ func TestClusterNodeLeaves(t *testing.T) {
 
 func TestClusterRouteToRequest(t *testing.T) {
 	buses := startCluster(t, 2)
-	stop, err := buses[1].Handle(NodeSubject("N2", "echo"), func(data []byte) ([]byte, error) {
+	stop, err := buses[1].Handle(parley.NodeTopic("N2", "echo"), func(data []byte) ([]byte, error) {
 		return append([]byte("echo "), data...), nil
 	})
 	if err != nil {
@@ -154,7 +154,7 @@ func TestClusterRouteToRequest(t *testing.T) {
 	defer stop()
 	var reply []byte
 	waitFor(t, "a reply across the route", func() bool {
-		reply, err = buses[0].Request(t.Context(), NodeSubject("N2", "echo"), []byte("hi"))
+		reply, err = buses[0].Request(t.Context(), parley.NodeTopic("N2", "echo"), []byte("hi"))
 		return err == nil
 	})
 	if string(reply) != "echo hi" {

@@ -3,7 +3,6 @@ package natsbus
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -39,9 +38,14 @@ type Mux struct {
 // DefaultMuxBuffer is the message buffer of a Mux made with buffer 0.
 const DefaultMuxBuffer = 65536
 
-// NewMux starts a Mux that calls fn for every event of its topics. fn runs
-// on the Mux's single goroutine: it must not block for long.
-func (b *Bus) NewMux(buffer int, fn func(parley.Event)) *Mux {
+// NewMux starts a Mux (a parley.TopicMux) that calls fn for every event of
+// its topics. fn runs on the Mux's single goroutine: it must not block for
+// long.
+func (b *Bus) NewMux(buffer int, fn func(parley.Event)) parley.TopicMux {
+	return b.newMux(buffer, fn)
+}
+
+func (b *Bus) newMux(buffer int, fn func(parley.Event)) *Mux {
 	if buffer <= 0 {
 		buffer = DefaultMuxBuffer
 	}
@@ -67,7 +71,7 @@ func (m *Mux) Subscribe(topic string) error {
 	if _, ok := m.subs[topic]; ok {
 		return nil
 	}
-	sub, err := m.b.nc.ChanSubscribe(SubjectPrefix+topic, m.msgs)
+	sub, err := m.b.nc.ChanSubscribe(m.b.subject(topic), m.msgs)
 	if err != nil {
 		return fmt.Errorf("subscribe %s: %w", topic, err)
 	}
@@ -129,7 +133,7 @@ func (m *Mux) run() {
 				m.b.log.Error("bus decode failed", "subject", msg.Subject, "err", err)
 				continue
 			}
-			ev.Topics = []string{strings.TrimPrefix(msg.Subject, SubjectPrefix)}
+			ev.Topics = []string{m.b.topic(msg.Subject)}
 			m.b.metrics.receive(&ev, time.Now())
 			m.fn(ev)
 		}

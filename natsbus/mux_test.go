@@ -14,7 +14,7 @@ func TestMux(t *testing.T) {
 	b := mustStart(t, Config{})
 	var mu sync.Mutex
 	got := map[string][]int64{} // guarded by mu
-	m := b.NewMux(0, func(ev parley.Event) {
+	m := b.newMux(0, func(ev parley.Event) {
 		mu.Lock()
 		got[ev.ChannelID] = append(got[ev.ChannelID], ev.Seq)
 		mu.Unlock()

@@ -1,7 +1,12 @@
 // Package natsbus is Parley's event bus on NATS. It carries committed events
 // from the node that wrote them to every node that delivers them: an event is
-// published once on each of its topics, as subject "parley." + topic, with
-// the event JSON-encoded (without its topic list) as the payload.
+// published once on each of its topics, as subject "parley." + topic (the
+// prefix is Config.SubjectPrefix), with the event JSON-encoded (without its
+// topic list) as the payload. Node-to-node messages (raw payloads and
+// request/reply, request.go) are addressed by topic the same way. The bus
+// implements the seam of the root package (parley.EventBus, parley.MuxBus,
+// parley.RawBus, parley.Requester, parley.BusLink); only cmd/parley and tests
+// import this package, and it is the one place where subjects are built.
 //
 // By default the bus runs an embedded NATS server inside the process that
 // listens on no port at all: the node talks to it through an in-process
@@ -29,8 +34,9 @@ import (
 	"parley"
 )
 
-// SubjectPrefix is put before every topic to make its NATS subject.
-const SubjectPrefix = "parley."
+// DefaultSubjectPrefix is put before every topic to make its NATS subject
+// when Config.SubjectPrefix is empty.
+const DefaultSubjectPrefix = "parley."
 
 // Defaults for the zero values of Config.
 const (
@@ -51,6 +57,11 @@ type Config struct {
 	// Name is the connection name shown by the NATS server (default
 	// "parley").
 	Name string
+	// SubjectPrefix is put before every topic to make its NATS subject
+	// (default DefaultSubjectPrefix); a dot is added when it lacks one.
+	// Buses with different prefixes do not hear each other on one server:
+	// tests on a shared NATS give each test its own.
+	SubjectPrefix string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the bus's metrics. Nil: the metrics are kept but
@@ -98,9 +109,17 @@ type Bus struct {
 	log     *slog.Logger
 	metrics *metrics
 	closed  chan struct{} // closed by the connection's ClosedHandler
+	prefix  string        // Config.SubjectPrefix, ending in "."
 }
 
-var _ parley.EventPublisher = (*Bus)(nil)
+// The seam the rest of Parley sees (bus.go at the root).
+var (
+	_ parley.EventBus  = (*Bus)(nil)
+	_ parley.MuxBus    = (*Bus)(nil)
+	_ parley.BusLink   = (*Bus)(nil)
+	_ parley.RawBus    = (*Bus)(nil)
+	_ parley.Requester = (*Bus)(nil)
+)
 
 // Start starts the embedded server (unless cfg.URL is set) and connects.
 func Start(cfg Config) (*Bus, error) {
@@ -125,6 +144,15 @@ func Start(cfg Config) (*Bus, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
+	if cfg.SubjectPrefix == "" {
+		cfg.SubjectPrefix = DefaultSubjectPrefix
+	}
+	if !strings.HasSuffix(cfg.SubjectPrefix, ".") {
+		cfg.SubjectPrefix += "."
+	}
+	if err := checkTopic(strings.TrimSuffix(cfg.SubjectPrefix, "."), false); err != nil {
+		return nil, fmt.Errorf("nats subject prefix: %w", err)
+	}
 	if err := checkCluster(cfg); err != nil {
 		return nil, err
 	}
@@ -132,6 +160,7 @@ func Start(cfg Config) (*Bus, error) {
 		log:     cfg.Logger.With("component", "bus"),
 		metrics: newMetrics(cfg.Registerer),
 		closed:  make(chan struct{}),
+		prefix:  cfg.SubjectPrefix,
 	}
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
@@ -271,7 +300,7 @@ func (b *Bus) Publish(events []parley.Event) {
 				b.publishFailed(ev, topic, err)
 				continue
 			}
-			if err := b.nc.Publish(SubjectPrefix+topic, data); err != nil {
+			if err := b.nc.Publish(b.subject(topic), data); err != nil {
 				b.publishFailed(ev, topic, err)
 				continue
 			}
@@ -293,14 +322,14 @@ func (b *Bus) Subscribe(topic string, fn func(parley.Event)) (unsubscribe func()
 	if err := checkTopic(topic, true); err != nil {
 		return nil, err
 	}
-	sub, err := b.nc.Subscribe(SubjectPrefix+topic, func(m *nats.Msg) {
+	sub, err := b.nc.Subscribe(b.subject(topic), func(m *nats.Msg) {
 		var ev parley.Event
 		if err := json.Unmarshal(m.Data, &ev); err != nil {
 			b.metrics.decodeErrors.Inc()
 			b.log.Error("bus decode failed", "subject", m.Subject, "err", err)
 			return
 		}
-		ev.Topics = []string{strings.TrimPrefix(m.Subject, SubjectPrefix)}
+		ev.Topics = []string{b.topic(m.Subject)}
 		b.metrics.receive(&ev, time.Now())
 		fn(ev)
 	})
@@ -341,6 +370,12 @@ func (b *Bus) Close() error {
 	}
 	return err
 }
+
+// subject is the NATS subject of topic: the one place subjects are made.
+func (b *Bus) subject(topic string) string { return b.prefix + topic }
+
+// topic is the topic of a subject this bus made.
+func (b *Bus) topic(subject string) string { return strings.TrimPrefix(subject, b.prefix) }
 
 // checkTopic rejects topics that would make a broken or unintended subject:
 // empty tokens, whitespace, and (when publishing) wildcards.

@@ -133,7 +133,7 @@ func TestEmbeddedRoundTrip(t *testing.T) {
 func TestWireFormatLeavesTopicsOut(t *testing.T) {
 	b := mustStart(t, Config{})
 	got := make(chan []byte, 1)
-	sub, err := b.nc.Subscribe(SubjectPrefix+"ch.CW", func(m *nats.Msg) { got <- m.Data })
+	sub, err := b.nc.Subscribe(DefaultSubjectPrefix+"ch.CW", func(m *nats.Msg) { got <- m.Data })
 	if err != nil {
 		t.Fatal(err)
 	}

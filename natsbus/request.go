@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,9 +13,10 @@ import (
 )
 
 // Node-to-node messages: request/reply (a session handover asks the node
-// that owns the session) and raw publish/subscribe (node announce). Their
-// subjects are whole NATS subjects, not topics; node-to-node subjects live
-// under NodeSubject(nodeID, name), announcements on "parley.nodes".
+// that owns the session) and raw publish/subscribe (node announce, config
+// notices). They are addressed by topic like events (parley.NodeTopic,
+// parley.NodesTopic, parley.ConfigChangedTopic) and sent under the bus's
+// subject prefix.
 
 // DefaultRequestTimeout bounds a Request whose context has no deadline.
 const DefaultRequestTimeout = 5 * time.Second
@@ -37,27 +37,21 @@ const (
 
 // RemoteError is an error a handler returned that has no parley error code.
 type RemoteError struct {
-	Subject string
+	Topic   string
 	Message string
 }
 
 func (e *RemoteError) Error() string {
-	return fmt.Sprintf("request %s: remote error: %s", e.Subject, e.Message)
+	return fmt.Sprintf("request %s: remote error: %s", e.Topic, e.Message)
 }
 
-// NodeSubject is the subject of a node-to-node request kind aimed at one
-// node: "parley.node.<nodeID>.<name>".
-func NodeSubject(nodeID, name string) string {
-	return SubjectPrefix + "node." + nodeID + "." + name
-}
-
-// Request sends data to whoever handles subject and waits for the reply. If
+// Request sends data to whoever handles topic and waits for the reply. If
 // ctx has no deadline, DefaultRequestTimeout applies. Errors: ErrNoResponders
-// (wrapped) when nobody handles the subject; the context's error on timeout;
+// (wrapped) when nobody handles the topic; the context's error on timeout;
 // the handler's error as a *parley.Error when it carried a code, else as a
 // *RemoteError.
-func (b *Bus) Request(ctx context.Context, subject string, data []byte) ([]byte, error) {
-	if err := checkSubject(subject, false); err != nil {
+func (b *Bus) Request(ctx context.Context, topic string, data []byte) ([]byte, error) {
+	if err := checkTopic(topic, false); err != nil {
 		return nil, err
 	}
 	if _, ok := ctx.Deadline(); !ok {
@@ -65,28 +59,28 @@ func (b *Bus) Request(ctx context.Context, subject string, data []byte) ([]byte,
 		ctx, cancel = context.WithTimeout(ctx, DefaultRequestTimeout)
 		defer cancel()
 	}
-	msg, err := b.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subject, Data: data})
+	msg, err := b.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: b.subject(topic), Data: data})
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return nil, fmt.Errorf("request %s: %w", subject, ErrNoResponders)
+		return nil, fmt.Errorf("request %s: %w", topic, ErrNoResponders)
 	case err != nil:
-		return nil, fmt.Errorf("request %s: %w", subject, err)
+		return nil, fmt.Errorf("request %s: %w", topic, err)
 	}
 	if text := msg.Header.Get(headerError); text != "" {
 		if code := msg.Header.Get(headerCode); code != "" && code != parley.EINTERNAL {
 			return nil, &parley.Error{Code: code, Message: text}
 		}
-		return nil, &RemoteError{Subject: subject, Message: text}
+		return nil, &RemoteError{Topic: topic, Message: text}
 	}
 	return msg.Data, nil
 }
 
-// Handle answers requests on subject with fn: its result is the reply, or
+// Handle answers requests on topic with fn: its result is the reply, or
 // its error is sent back to the requester (see Request). Requests are
 // handled concurrently, up to MaxConcurrentHandlers at once. stop ends the
 // subscription and waits for the calls of fn under way.
-func (b *Bus) Handle(subject string, fn func(data []byte) ([]byte, error)) (stop func() error, err error) {
-	if err := checkSubject(subject, true); err != nil {
+func (b *Bus) Handle(topic string, fn func(data []byte) ([]byte, error)) (stop func() error, err error) {
+	if err := checkTopic(topic, true); err != nil {
 		return nil, err
 	}
 	var (
@@ -95,7 +89,7 @@ func (b *Bus) Handle(subject string, fn func(data []byte) ([]byte, error)) (stop
 		running sync.WaitGroup
 		slots   = make(chan struct{}, MaxConcurrentHandlers)
 	)
-	sub, err := b.nc.Subscribe(subject, func(m *nats.Msg) {
+	sub, err := b.nc.Subscribe(b.subject(topic), func(m *nats.Msg) {
 		slots <- struct{}{} // full: hold the subscription's queue
 		mu.Lock()
 		if stopped {
@@ -112,7 +106,7 @@ func (b *Bus) Handle(subject string, fn func(data []byte) ([]byte, error)) (stop
 		}()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("handle %s: %w", subject, err)
+		return nil, fmt.Errorf("handle %s: %w", topic, err)
 	}
 	var once sync.Once
 	stop = func() error {
@@ -151,35 +145,27 @@ func (b *Bus) answer(m *nats.Msg, fn func([]byte) ([]byte, error)) {
 	}
 }
 
-// PublishRaw publishes data on subject as is (no event encoding).
-func (b *Bus) PublishRaw(subject string, data []byte) error {
-	if err := checkSubject(subject, false); err != nil {
+// PublishRaw publishes data on topic as is (no event encoding).
+func (b *Bus) PublishRaw(topic string, data []byte) error {
+	if err := checkTopic(topic, false); err != nil {
 		return err
 	}
-	if err := b.nc.Publish(subject, data); err != nil {
-		return fmt.Errorf("publish %s: %w", subject, err)
+	if err := b.nc.Publish(b.subject(topic), data); err != nil {
+		return fmt.Errorf("publish %s: %w", topic, err)
 	}
 	return nil
 }
 
-// SubscribeRaw calls fn with the payload of every message on subject, one at
+// SubscribeRaw calls fn with the payload of every message on topic, one at
 // a time, in the order the bus delivered them. The returned function ends
 // the subscription.
-func (b *Bus) SubscribeRaw(subject string, fn func(data []byte)) (unsubscribe func() error, err error) {
-	if err := checkSubject(subject, true); err != nil {
+func (b *Bus) SubscribeRaw(topic string, fn func(data []byte)) (unsubscribe func() error, err error) {
+	if err := checkTopic(topic, true); err != nil {
 		return nil, err
 	}
-	sub, err := b.nc.Subscribe(subject, func(m *nats.Msg) { fn(m.Data) })
+	sub, err := b.nc.Subscribe(b.subject(topic), func(m *nats.Msg) { fn(m.Data) })
 	if err != nil {
-		return nil, fmt.Errorf("subscribe %s: %w", subject, err)
+		return nil, fmt.Errorf("subscribe %s: %w", topic, err)
 	}
 	return sub.Unsubscribe, nil
-}
-
-// checkSubject is checkTopic for whole subjects, which must be Parley's.
-func checkSubject(subject string, wildcards bool) error {
-	if !strings.HasPrefix(subject, SubjectPrefix) {
-		return fmt.Errorf("subject %q is not under %q", subject, SubjectPrefix)
-	}
-	return checkTopic(subject, wildcards)
 }

@@ -1,11 +1,11 @@
 // Package nodes announces this Parley node on the bus and keeps the live
-// list of the cluster's nodes. Every node publishes a heartbeat on subject
-// "parley.nodes" every Interval and a goodbye when it stops; a node not heard
+// list of the cluster's nodes. Every node publishes a heartbeat on topic
+// parley.NodesTopic every Interval and a goodbye when it stops; a node not heard
 // from for three intervals is dropped. Readers get the list through one
 // atomic pointer, rebuilt only when membership changes, so a lookup costs a
 // load.
 //
-// It must not know about NATS (it takes a small Bus interface), sessions or
+// It must not know about NATS (it takes the root's parley.RawBus), sessions or
 // storage; what a node does with the list (a ring, a handover) is up to the
 // caller.
 package nodes
@@ -20,10 +20,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// Subject carries heartbeats and goodbyes.
-const Subject = "parley.nodes"
+	"parley"
+)
 
 // DefaultInterval is the heartbeat period unless Config.Interval says
 // otherwise.
@@ -47,15 +46,10 @@ func (n Node) equal(o Node) bool {
 		slices.Equal(n.Roles, o.Roles) && n.StartedAt.Equal(o.StartedAt)
 }
 
-// Bus is what membership needs of the event bus (natsbus.Bus has it).
-type Bus interface {
-	PublishRaw(subject string, data []byte) error
-	SubscribeRaw(subject string, fn func(data []byte)) (unsubscribe func() error, err error)
-}
-
 // Config is what Start needs. Bus and Self.ID are required.
 type Config struct {
-	Bus Bus
+	// Bus carries heartbeats and goodbyes, on parley.NodesTopic.
+	Bus parley.RawBus
 	// Self is this node; StartedAt defaults to Now() at Start.
 	Self Node
 	// Interval is the heartbeat period (default 2 s); a node is dropped
@@ -86,7 +80,7 @@ const (
 // Close; bus messages are handled on the bus's subscription goroutine.
 // Subscribers are called one change at a time, in order, from either.
 type Members struct {
-	bus      Bus
+	bus      parley.RawBus
 	self     Node
 	interval time.Duration
 	now      func() time.Time
@@ -165,7 +159,7 @@ func Start(cfg Config) (*Members, error) {
 		subs:     map[uint64]*subscriber{},
 	}
 	m.live.Store(&[]Node{m.self})
-	unsub, err := cfg.Bus.SubscribeRaw(Subject, m.receive)
+	unsub, err := cfg.Bus.SubscribeRaw(parley.NodesTopic, m.receive)
 	if err != nil {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
@@ -236,7 +230,7 @@ func (m *Members) run() {
 func (m *Members) send(op string) {
 	data, err := json.Marshal(message{Op: op, Node: m.self})
 	if err == nil {
-		err = m.bus.PublishRaw(Subject, data)
+		err = m.bus.PublishRaw(parley.NodesTopic, data)
 	}
 	if err != nil {
 		m.log.Warn("nodes: announce failed", "op", op, "err", err)

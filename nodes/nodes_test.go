@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"parley"
 	"parley/natsbus"
 )
 
@@ -81,7 +82,7 @@ func announce(t *testing.T, bus *natsbus.Bus, op string, n Node) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bus.PublishRaw(Subject, data); err != nil {
+	if err := bus.PublishRaw(parley.NodesTopic, data); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -238,9 +239,9 @@ func TestChangedAnnouncementUpdates(t *testing.T) {
 	announce(t, bus, opHeartbeat, z)
 	waitFor(t, "z's new URL", func() bool { return a.Live()[1].WSURL == z.WSURL })
 	// Garbage and unknown ops change nothing.
-	bus.PublishRaw(Subject, []byte("{not json"))
-	bus.PublishRaw(Subject, []byte(`{"op":"dance","node_id":"q"}`))
-	bus.PublishRaw(Subject, []byte(`{"op":"heartbeat","node_id":"bad.id"}`))
+	bus.PublishRaw(parley.NodesTopic, []byte("{not json"))
+	bus.PublishRaw(parley.NodesTopic, []byte(`{"op":"dance","node_id":"q"}`))
+	bus.PublishRaw(parley.NodesTopic, []byte(`{"op":"heartbeat","node_id":"bad.id"}`))
 	announce(t, bus, opHeartbeat, node("marker"))
 	waitFor(t, "the marker", func() bool { return len(a.Live()) == 3 })
 	if ids(a.Live()) != "a,marker,z" {

@@ -9,12 +9,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"parley"
+	"parley/internal/bustest"
 	"parley/natsbus"
 	"parley/nodes"
 )
 
-// Several trackers ("nodes") on one embedded bus, on the real clock with
-// short durations.
+// Several trackers ("nodes") on one bus, on the real clock with short
+// durations.
 
 const (
 	testGrace     = 300 * time.Millisecond
@@ -22,14 +23,35 @@ const (
 	testExpiry    = 200 * time.Millisecond
 )
 
-func mustBus(t *testing.T) *natsbus.Bus {
-	t.Helper()
-	bus, err := natsbus.Start(natsbus.Config{})
-	if err != nil {
-		t.Fatal(err)
+// TestCluster runs every test of trackers between nodes over each kind of
+// bus (bustest): the embedded NATS and the machine's NATS, through the same
+// seam.
+func TestCluster(t *testing.T) {
+	suite := []struct {
+		name string
+		fn   func(*testing.T, *natsbus.Bus)
+	}{
+		{"CrossNodeInitialStatusAndChanges", testCrossNodeInitialStatusAndChanges},
+		{"DevicesOnTwoNodes", testDevicesOnTwoNodes},
+		{"NodeDiesWithoutGoodbye", testNodeDiesWithoutGoodbye},
+		{"CrashedNodesUsersReconnectElsewhereWithoutFlap", testCrashedNodesUsersReconnectElsewhereWithoutFlap},
+		{"GracefulCloseKeepsUsersForGrace", testGracefulCloseKeepsUsersForGrace},
+		{"ManualAwayAcrossNodes", testManualAwayAcrossNodes},
+		{"PresenceTopicSubscriptionIsRefCounted", testPresenceTopicSubscriptionIsRefCounted},
+		{"MembershipDecidesLiveness", testMembershipDecidesLiveness},
+		{"WatchRightAfterStart", testWatchRightAfterStart},
+		{"QueryAnsweredByAllNodesCompletesBeforeTimeout", testQueryAnsweredByAllNodesCompletesBeforeTimeout},
+		{"WithNodesMembership", testWithNodesMembership},
+		{"NodeMetLateIsAsked", testNodeMetLateIsAsked},
 	}
-	t.Cleanup(func() { bus.Close() })
-	return bus
+	for _, kind := range bustest.Kinds() {
+		t.Run(kind.Name, func(t *testing.T) {
+			kind.Require(t)
+			for _, tc := range suite {
+				t.Run(tc.name, func(t *testing.T) { tc.fn(t, kind.Start(t)) })
+			}
+		})
+	}
 }
 
 func clusterConfig(bus *natsbus.Bus, node string) Config {
@@ -74,8 +96,7 @@ func (t *Tracker) livePeerCount() int {
 	return len(t.livePeers())
 }
 
-func TestCrossNodeInitialStatusAndChanges(t *testing.T) {
-	bus := mustBus(t)
+func testCrossNodeInitialStatusAndChanges(t *testing.T, bus *natsbus.Bus) {
 	nodes := mustNodes(t, bus, 2)
 	n1, n2 := nodes[0], nodes[1]
 
@@ -104,8 +125,7 @@ func TestCrossNodeInitialStatusAndChanges(t *testing.T) {
 	wantReports(t, &r, "U2", Offline, Online, Offline)
 }
 
-func TestDevicesOnTwoNodes(t *testing.T) {
-	bus := mustBus(t)
+func testDevicesOnTwoNodes(t *testing.T, bus *natsbus.Bus) {
 	nodes := mustNodes(t, bus, 3)
 	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
 	var r recorder
@@ -134,8 +154,7 @@ func TestDevicesOnTwoNodes(t *testing.T) {
 	wantReports(t, &r, "U1", Offline, Online, Offline)
 }
 
-func TestNodeDiesWithoutGoodbye(t *testing.T) {
-	bus := mustBus(t)
+func testNodeDiesWithoutGoodbye(t *testing.T, bus *natsbus.Bus) {
 	nodes := mustNodes(t, bus, 2)
 	n1, n2 := nodes[0], nodes[1]
 	n1.Connect("U1", "s1")
@@ -157,8 +176,7 @@ func TestNodeDiesWithoutGoodbye(t *testing.T) {
 	}
 }
 
-func TestCrashedNodesUsersReconnectElsewhereWithoutFlap(t *testing.T) {
-	bus := mustBus(t)
+func testCrashedNodesUsersReconnectElsewhereWithoutFlap(t *testing.T, bus *natsbus.Bus) {
 	nodes := mustNodes(t, bus, 3)
 	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
 	n1.Connect("U1", "s1")
@@ -177,8 +195,7 @@ func TestCrashedNodesUsersReconnectElsewhereWithoutFlap(t *testing.T) {
 	wantReports(t, &r, "U1", Online)
 }
 
-func TestGracefulCloseKeepsUsersForGrace(t *testing.T) {
-	bus := mustBus(t)
+func testGracefulCloseKeepsUsersForGrace(t *testing.T, bus *natsbus.Bus) {
 	nodes := mustNodes(t, bus, 2)
 	n1, n2 := nodes[0], nodes[1]
 	n1.Connect("U1", "s1")
@@ -193,8 +210,7 @@ func TestGracefulCloseKeepsUsersForGrace(t *testing.T) {
 	}
 }
 
-func TestManualAwayAcrossNodes(t *testing.T) {
-	bus := mustBus(t)
+func testManualAwayAcrossNodes(t *testing.T, bus *natsbus.Bus) {
 	nodes := mustNodes(t, bus, 2)
 	n1, n2 := nodes[0], nodes[1]
 	n1.Connect("U1", "s1")
@@ -261,8 +277,7 @@ func (c *countingSubscribe) counts(topic string) (total, active int) {
 	return c.total[topic], c.active[topic]
 }
 
-func TestPresenceTopicSubscriptionIsRefCounted(t *testing.T) {
-	bus := mustBus(t)
+func testPresenceTopicSubscriptionIsRefCounted(t *testing.T, bus *natsbus.Bus) {
 	nodes := mustNodes(t, bus, 2)
 	n1, n2 := nodes[0], nodes[1]
 	subs := countSubscriptions(n2)
@@ -367,8 +382,7 @@ func (f *fakeMembers) set(ids ...string) {
 
 var _ Membership = (*nodes.Members)(nil)
 
-func TestMembershipDecidesLiveness(t *testing.T) {
-	bus := mustBus(t)
+func testMembershipDecidesLiveness(t *testing.T, bus *natsbus.Bus) {
 	members := newFakeMembers("n1", "n2")
 	cfg1, cfg2 := clusterConfig(bus, "n1"), clusterConfig(bus, "n2")
 	cfg1.Membership, cfg2.Membership = members, members
@@ -395,8 +409,7 @@ func TestMembershipDecidesLiveness(t *testing.T) {
 	}
 }
 
-func TestWatchRightAfterStart(t *testing.T) {
-	bus := mustBus(t)
+func testWatchRightAfterStart(t *testing.T, bus *natsbus.Bus) {
 	n1 := mustNode(t, clusterConfig(bus, "n1"))
 	n1.Connect("U1", "s1")
 	// n2 watches before it has heard of n1: it must still report the
@@ -409,8 +422,7 @@ func TestWatchRightAfterStart(t *testing.T) {
 	wantReports(t, &r, "U1", Online)
 }
 
-func TestQueryAnsweredByAllNodesCompletesBeforeTimeout(t *testing.T) {
-	bus := mustBus(t)
+func testQueryAnsweredByAllNodesCompletesBeforeTimeout(t *testing.T, bus *natsbus.Bus) {
 	nodes := mustNodes(t, bus, 3)
 	nodes[0].Connect("U1", "s1")
 	start := time.Now()
@@ -425,8 +437,7 @@ func TestQueryAnsweredByAllNodesCompletesBeforeTimeout(t *testing.T) {
 	}
 }
 
-func TestWithNodesMembership(t *testing.T) {
-	bus := mustBus(t)
+func testWithNodesMembership(t *testing.T, bus *natsbus.Bus) {
 	start := func(id string) (*nodes.Members, *Tracker) {
 		m, err := nodes.Start(nodes.Config{Bus: bus, Self: nodes.Node{ID: id}, Interval: testHeartbeat})
 		if err != nil {
@@ -455,8 +466,7 @@ func TestWithNodesMembership(t *testing.T) {
 	}
 }
 
-func TestNodeMetLateIsAsked(t *testing.T) {
-	bus := mustBus(t)
+func testNodeMetLateIsAsked(t *testing.T, bus *natsbus.Bus) {
 	m1, m2 := newFakeMembers("n1"), newFakeMembers("n2")
 	cfg1, cfg2 := clusterConfig(bus, "n1"), clusterConfig(bus, "n2")
 	cfg1.Membership, cfg2.Membership = m1, m2

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"parley"
-	"parley/natsbus"
 	"parley/nodes"
 )
 
@@ -64,11 +63,21 @@ func parseStatus(s string) (status, bool) {
 	return stOffline, false
 }
 
+// Bus is what a tracker needs of the event bus: events on its control
+// topics, one TopicMux for the watched users' topics, and the link's state
+// (a reconnect makes the node announce itself again). cmd/parley gives it
+// the node's bus.
+type Bus interface {
+	parley.EventBus
+	parley.MuxBus
+	parley.BusLink
+}
+
 // Config configures a Tracker. Zero values are the documented defaults.
 type Config struct {
 	// Bus carries presence between nodes. Nil: a single node that knows
 	// only its own sessions (tests, tools).
-	Bus *natsbus.Bus
+	Bus Bus
 	// NodeID names this node on the bus: unique among live nodes, as
 	// nodes.ValidID says. Required with a Bus; DefaultNodeID without one.
 	NodeID string
@@ -134,11 +143,11 @@ type Tracker struct {
 	now         func() int64
 	log         *slog.Logger
 	m           *metrics
-	bus         *natsbus.Bus // nil: single node
+	bus         Bus // nil: single node
 	members     Membership
 
 	// mux carries the per-user presence topics (nil without a bus).
-	mux *natsbus.Mux
+	mux parley.TopicMux
 	// subscribe subscribes a user's topic on mux; tests wrap it to count
 	// subscriptions.
 	subscribe func(topic string, fn func(parley.Event)) (func() error, error)

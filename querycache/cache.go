@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"parley"
-	"parley/natsbus"
 )
 
 // Store is what the cache reads: whole directories on first use, the
@@ -29,12 +28,12 @@ type Store interface {
 // directory.
 var _ parley.DirectoryQueries = (*Cache)(nil)
 
-// Bus is what the cache needs of the event bus (natsbus.Bus has it): one
-// Mux for every workspace's directory topic, and Flush, which returns once
-// the server has seen a new subscription.
+// Bus is what the cache needs of the event bus: one TopicMux for every
+// workspace's directory topic, and Flush, which returns once the bus has
+// seen a new subscription. cmd/parley gives it the node's bus.
 type Bus interface {
-	NewMux(buffer int, fn func(parley.Event)) *natsbus.Mux
-	Flush() error
+	parley.MuxBus
+	parley.BusLink
 }
 
 // Defaults for the zero values of Config.
@@ -77,7 +76,7 @@ type Cache struct {
 	loadTimeout time.Duration
 	metrics     *metrics
 
-	mux    *natsbus.Mux // every dir.<ws> subscription; its goroutine applies events
+	mux    parley.TopicMux // every dir.<ws> subscription; its goroutine applies events
 	flight singleflight.Group
 
 	// writeMu serialises every change: event application, installing a

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"parley"
+	"parley/natsbus"
 )
 
-// TestLoadOnceUnderConcurrentFirstRequests: fifty first requests for a cold
+// testLoadOnceUnderConcurrentFirstRequests: fifty first requests for a cold
 // workspace make one directory read between them, and all get the answer.
-func TestLoadOnceUnderConcurrentFirstRequests(t *testing.T) {
-	n := newNode(t)
+func testLoadOnceUnderConcurrentFirstRequests(t *testing.T, bus *natsbus.Bus) {
+	n := newNodeOnBus(t, bus)
 	owner := mustUser(t, n.store, "owner", "Olive Owner")
 	ws := mustWorkspace(t, n.store, owner)
 	ann := mustUser(t, n.store, "ann", "Ann Lee")
@@ -52,18 +53,18 @@ func TestLoadOnceUnderConcurrentFirstRequests(t *testing.T) {
 	}
 }
 
-// TestUnknownWorkspace: an unknown workspace or a non-member is not found,
+// testUnknownWorkspace: an unknown workspace or a non-member is not found,
 // and leaves nothing subscribed behind.
-func TestUnknownWorkspace(t *testing.T) {
-	n := newNode(t)
+func testUnknownWorkspace(t *testing.T, bus *natsbus.Bus) {
+	n := newNodeOnBus(t, bus)
 	owner := mustUser(t, n.store, "owner", "Olive Owner")
 	stranger := mustUser(t, n.store, "stranger", "Sam Stranger")
 	ws := mustWorkspace(t, n.store, owner)
 
 	_, err := n.cache.Switcher(bg(t), owner.ID, "Wnosuch", "", 10)
 	wantCode(t, err, parley.ENOTFOUND)
-	if n.cache.mux.Topics() != 0 || n.cache.Stats().Workspaces != 0 {
-		t.Fatalf("an unknown workspace stays subscribed: %d topics, %+v", n.cache.mux.Topics(), n.cache.Stats())
+	if n.cache.mux.(*natsbus.Mux).Topics() != 0 || n.cache.Stats().Workspaces != 0 {
+		t.Fatalf("an unknown workspace stays subscribed: %d topics, %+v", n.cache.mux.(*natsbus.Mux).Topics(), n.cache.Stats())
 	}
 	_, err = n.cache.Switcher(bg(t), stranger.ID, ws.ID, "", 10)
 	wantCode(t, err, parley.ENOTFOUND)
@@ -75,11 +76,11 @@ func TestUnknownWorkspace(t *testing.T) {
 	wantCode(t, err, parley.ENOTFOUND)
 }
 
-// TestWarmThenEvicted: a workspace stays loaded while used and for WarmFor
+// testWarmThenEvicted: a workspace stays loaded while used and for WarmFor
 // after its last use, then it is evicted, unsubscribed and its users
 // dropped; the next query loads it again.
-func TestWarmThenEvicted(t *testing.T) {
-	n := newNode(t, func(c *Config) { c.WarmFor = 10 * time.Minute })
+func testWarmThenEvicted(t *testing.T, bus *natsbus.Bus) {
+	n := newNodeOnBus(t, bus, func(c *Config) { c.WarmFor = 10 * time.Minute })
 	owner := mustUser(t, n.store, "owner", "Olive Owner")
 	ws := mustWorkspace(t, n.store, owner)
 
@@ -98,8 +99,8 @@ func TestWarmThenEvicted(t *testing.T) {
 	}
 	n.clock.Advance(2 * time.Minute)
 	n.cache.sweep()
-	if s := n.cache.Stats(); s.Workspaces != 0 || s.Users != 0 || n.cache.mux.Topics() != 0 {
-		t.Fatalf("not evicted after 11 idle minutes: %+v, %d topics", s, n.cache.mux.Topics())
+	if s := n.cache.Stats(); s.Workspaces != 0 || s.Users != 0 || n.cache.mux.(*natsbus.Mux).Topics() != 0 {
+		t.Fatalf("not evicted after 11 idle minutes: %+v, %d topics", s, n.cache.mux.(*natsbus.Mux).Topics())
 	}
 	_, err = n.cache.Switcher(bg(t), owner.ID, ws.ID, "", 10)
 	noErr(t, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"parley"
+	"parley/natsbus"
 )
 
 // eventually waits (up to a second: events reach the cache within a second
@@ -24,10 +25,10 @@ func switcher(t *testing.T, c *Cache, actor, ws, q string) (users, channels []st
 	return handles(r.Users), channelNames(r.Channels)
 }
 
-// TestEventsApplied: each kind of directory change made through the store
+// testEventsApplied: each kind of directory change made through the store
 // reaches a warm cache and shows in its answers.
-func TestEventsApplied(t *testing.T) {
-	n := newNode(t)
+func testEventsApplied(t *testing.T, bus *natsbus.Bus) {
+	n := newNodeOnBus(t, bus)
 	c, st := n.cache, n.store
 	owner := mustUser(t, st, "owner", "Olive Owner")
 	bob := mustUser(t, st, "bob", "Bob Brown")
@@ -176,11 +177,11 @@ func TestEventsApplied(t *testing.T) {
 	}
 }
 
-// TestBufferedDuringLoad: events that arrive while the snapshot is being
+// testBufferedDuringLoad: events that arrive while the snapshot is being
 // read are applied after it, those it already contains are not applied
 // twice, and nothing in between is lost.
-func TestBufferedDuringLoad(t *testing.T) {
-	n := newNode(t)
+func testBufferedDuringLoad(t *testing.T, bus *natsbus.Bus) {
+	n := newNodeOnBus(t, bus)
 	st := n.store
 	owner := mustUser(t, st, "owner", "Olive Owner")
 	bob := mustUser(t, st, "bob", "Bob Brown")
@@ -221,11 +222,11 @@ func TestBufferedDuringLoad(t *testing.T) {
 	}
 }
 
-// TestOutOfOrderMemberEventReloads: a membership change older than one
+// testOutOfOrderMemberEventReloads: a membership change older than one
 // already applied means the copy cannot be trusted: the workspace is
 // dropped and the next query reloads it.
-func TestOutOfOrderMemberEventReloads(t *testing.T) {
-	n := newNode(t)
+func testOutOfOrderMemberEventReloads(t *testing.T, bus *natsbus.Bus) {
+	n := newNodeOnBus(t, bus)
 	st := n.store
 	owner := mustUser(t, st, "owner", "Olive Owner")
 	bob := mustUser(t, st, "bob", "Bob Brown")
@@ -260,11 +261,11 @@ func TestOutOfOrderMemberEventReloads(t *testing.T) {
 	}
 }
 
-// TestSharedUsersHeldOnce: a user in two warm workspaces is one object on
+// testSharedUsersHeldOnce: a user in two warm workspaces is one object on
 // the node; a rename reaches both; evicting one keeps the user for the
 // other.
-func TestSharedUsersHeldOnce(t *testing.T) {
-	n := newNode(t)
+func testSharedUsersHeldOnce(t *testing.T, bus *natsbus.Bus) {
+	n := newNodeOnBus(t, bus)
 	st := n.store
 	a := mustUser(t, st, "alpha", "Alpha One")
 	b := mustUser(t, st, "beta", "Beta Two")

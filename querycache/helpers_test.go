@@ -120,10 +120,15 @@ type node struct {
 	clock *clock
 }
 
-// newNode starts a single node on a fresh SQLite store.
+// newNode starts a single node on a fresh SQLite store and an embedded bus.
 func newNode(tb testing.TB, adjust ...func(*Config)) *node {
 	tb.Helper()
-	bus := mustBus(tb, natsbus.Config{})
+	return newNodeOnBus(tb, mustBus(tb, natsbus.Config{}), adjust...)
+}
+
+// newNodeOnBus starts a single node on a fresh SQLite store and bus.
+func newNodeOnBus(tb testing.TB, bus *natsbus.Bus, adjust ...func(*Config)) *node {
+	tb.Helper()
 	return newNodeOn(tb, openStore(tb, sqlstore.SQLite, "", bus), bus, adjust...)
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 
-	"parley"
 	"parley/gateway"
 	"parley/presence"
 )
@@ -28,7 +27,6 @@ func (n *node) openGateway() error {
 		Bus:        n.bus,
 		Presence:   n.presence,
 		Users:      n.cache,
-		NewMux:     func(fn func(parley.Event)) gateway.TopicMux { return n.bus.NewMux(0, fn) },
 		NodeID:     n.opts.NodeID,
 		Logger:     n.log,
 		Registerer: n.reg,
