@@ -1,7 +1,7 @@
 package httpapi
 
 import (
-	"errors"
+	"parley/internal/promutil"
 	"strconv"
 	"time"
 
@@ -32,25 +32,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "parley_ratelimit_rejections_total",
 		Help: "API requests refused with 429 by a rate limit, by tier and by the key that ran out (user, ip, login_account, ...).",
 	}, []string{"tier", "key"})
-	m.rejected = register(reg, m.rejected)
-	m.requests = register(reg, m.requests)
-	m.duration = register(reg, m.duration)
+	m.rejected = promutil.Register(reg, m.rejected)
+	m.requests = promutil.Register(reg, m.requests)
+	m.duration = promutil.Register(reg, m.duration)
 	return m
-}
-
-// register registers c, or returns the collector already registered under
-// the same description (several servers may share one registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic("httpapi: register metrics: " + err.Error())
-	}
-	return c
 }
 
 // observe records one request; a nil *metrics records nothing.

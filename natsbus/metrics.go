@@ -1,7 +1,7 @@
 package natsbus
 
 import (
-	"errors"
+	"parley/internal/promutil"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,9 +51,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		for _, c := range []*prometheus.Counter{&m.published, &m.publishErrors, &m.dropped, &m.decodeErrors, &m.received} {
-			*c = register(reg, *c)
+			*c = promutil.Register(reg, *c)
 		}
-		m.lag = register(reg, m.lag)
+		m.lag = promutil.Register(reg, m.lag)
 	}
 	return m
 }
@@ -67,17 +67,4 @@ func (m *metrics) receive(ev *parley.Event, now time.Time) {
 		return
 	}
 	m.lag.Observe(max(now.Sub(ev.CreatedAt), 0).Seconds())
-}
-
-// register registers c, or returns the collector of that name already
-// registered (a second bus in one process, as in a restart).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if old, ok := are.ExistingCollector.(C); ok {
-			return old
-		}
-	}
-	return c
 }

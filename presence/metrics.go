@@ -1,7 +1,7 @@
 package presence
 
 import (
-	"errors"
+	"parley/internal/promutil"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -22,10 +22,10 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	gauge := func(name, help string) prometheus.Gauge {
-		return register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help}))
+		return promutil.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help}))
 	}
 	counter := func(name, help string) prometheus.Counter {
-		return register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
+		return promutil.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
 	}
 	return &metrics{
 		localUsers: gauge("parley_presence_local_users",
@@ -47,20 +47,4 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		badMessages: counter("parley_presence_bad_messages_total",
 			"Presence messages from the bus that could not be used."),
 	}
-}
-
-// register registers c, or returns the collector of that name registered
-// before (a second tracker in one process).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		return c
-	}
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if old, ok := are.ExistingCollector.(C); ok {
-			return old
-		}
-	}
-	return c
 }

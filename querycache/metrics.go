@@ -1,7 +1,7 @@
 package querycache
 
 import (
-	"errors"
+	"parley/internal/promutil"
 	"sync/atomic"
 	"time"
 
@@ -62,12 +62,7 @@ func newMetrics(reg prometheus.Registerer, c *Cache) *metrics {
 		Help: "Directory events received.",
 	}, func() float64 { return float64(m.eventCount.Load()) })
 	for _, col := range []prometheus.Collector{m.loads, m.loadTime, m.evictions, m.resyncs, m.queries, m.lookups, warm, events} {
-		if err := reg.Register(col); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				c.log.Warn("register metric", "err", err)
-			}
-		}
+		promutil.Register(reg, col)
 	}
 	return m
 }

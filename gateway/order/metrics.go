@@ -1,7 +1,7 @@
 package order
 
 import (
-	"errors"
+	"parley/internal/promutil"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -40,24 +40,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		m.gapFills = register(reg, m.gapFills)
-		m.filledEvents = register(reg, m.filledEvents)
-		m.fetchErrors = register(reg, m.fetchErrors)
-		m.duplicates = register(reg, m.duplicates)
-		m.heldBack = register(reg, m.heldBack)
+		m.gapFills = promutil.Register(reg, m.gapFills)
+		m.filledEvents = promutil.Register(reg, m.filledEvents)
+		m.fetchErrors = promutil.Register(reg, m.fetchErrors)
+		m.duplicates = promutil.Register(reg, m.duplicates)
+		m.heldBack = promutil.Register(reg, m.heldBack)
 	}
 	return m
-}
-
-// register registers c, or returns the collector of that name registered
-// before.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if old, ok := are.ExistingCollector.(C); ok {
-			return old
-		}
-	}
-	return c
 }
