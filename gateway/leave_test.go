@@ -22,7 +22,7 @@ import (
 func (e *env) nodeWith(nodeID string, mutate func(*Config)) *env {
 	e.t.Helper()
 	n := &env{t: e.t, store: e.store, bus: e.bus, reg: prometheus.NewRegistry()}
-	cfg := Config{Store: e.store, Bus: e.bus, NodeID: nodeID, Registerer: n.reg, Partitions: 2, Logger: quietLogger}
+	cfg := Config{Store: e.store, Bus: muxlessBus{e.bus, e.bus}, NodeID: nodeID, Registerer: n.reg, Partitions: 2, Logger: quietLogger}
 	if mutate != nil {
 		mutate(&cfg)
 	}
