@@ -60,3 +60,29 @@ func TestParseStatCPU(t *testing.T) {
 		t.Fatalf("rss %d %v", rss, err)
 	}
 }
+
+// Quantiles of the histogram land within its 3 % buckets of the truth.
+func TestHistQuantile(t *testing.T) {
+	var h Hist
+	if h.Quantile(99) != 0 {
+		t.Fatal("quantile of nothing")
+	}
+	for i := 1; i <= 1000; i++ {
+		h.Record(time.Duration(i) * time.Millisecond)
+	}
+	h.Record(-time.Second) // a clock step: counted as 0
+	for _, tc := range []struct{ p, want float64 }{{50, 500}, {99, 990}, {100, 1000}} {
+		got := h.Quantile(tc.p)
+		if got > tc.want || got < tc.want*0.97 {
+			t.Errorf("p%v = %v ms, want within 3 %% below %v", tc.p, got, tc.want)
+		}
+	}
+	if h.Count() != 1001 || h.Quantile(0) != 0 {
+		t.Fatalf("count %d, min %v", h.Count(), h.Quantile(0))
+	}
+	for us := range uint64(1 << 20) {
+		if b := histBucket(us); histLow(b) > us || (b+1 < histBuckets && histLow(b+1) <= us) {
+			t.Fatalf("%d µs in bucket %d [%d, %d)", us, b, histLow(b), histLow(b+1))
+		}
+	}
+}

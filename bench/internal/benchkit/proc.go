@@ -17,9 +17,20 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
+
+// serverCPUs is the CPU list (taskset -c syntax) every server started
+// from now on is pinned to; "" or nil: not pinned.
+var serverCPUs atomic.Pointer[string]
+
+// PinServers pins every server StartProc starts from now on to cpus (a
+// taskset -c list such as "1" or "2-3"; "" unpins). Pin the generator to
+// other CPUs with `taskset -c 0 <command>`: a child's affinity is set
+// afresh, so the two never share a core.
+func PinServers(cpus string) { serverCPUs.Store(&cpus) }
 
 // Proc is a server running as a child process.
 type Proc struct {
@@ -34,6 +45,15 @@ type Proc struct {
 // process has started (the caller polls for readiness). cmd's Stdout and
 // Stderr must be unset: standard error goes to p.Stderr.
 func StartProc(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, ready func(line string) bool) (*Proc, error) {
+	if cpus := serverCPUs.Load(); cpus != nil && *cpus != "" {
+		// taskset execs the server: the pid stays the server's.
+		ts, err := exec.LookPath("taskset")
+		if err != nil {
+			return nil, fmt.Errorf("pin the server to CPUs %s: %w", *cpus, err)
+		}
+		cmd.Args = append([]string{"taskset", "-c", *cpus, cmd.Path}, cmd.Args[1:]...)
+		cmd.Path = ts
+	}
 	p := &Proc{Cmd: cmd, Stderr: &TailBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.Stderr
 	stdout, err := cmd.StdoutPipe()
