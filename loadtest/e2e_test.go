@@ -150,6 +150,24 @@ func TestScenariosEndToEnd(t *testing.T) {
 			if res.Deliveries == 0 || res.Checked == 0 || res.Posts == 0 {
 				t.Fatalf("nothing happened: %d deliveries, %d streams, %d actions", res.Deliveries, res.Checked, res.Posts)
 			}
+			// Every paced part of the scenario ran open-loop and says what
+			// it was asked and what it achieved.
+			want := map[string]float64{"connect": 200, "post": 20}
+			switch sc {
+			case ScenarioJoinSpike:
+				want = map[string]float64{"connect": 200, "join": 20}
+			case ScenarioSteady:
+				want = map[string]float64{"connect": 200, "action": 20}
+			}
+			for _, o := range res.Offered {
+				if o.Asked != want[o.Name] || o.Achieved <= 0 || o.Late < 0 {
+					t.Errorf("offered %+v, want asked %v", o, want[o.Name])
+				}
+				delete(want, o.Name)
+			}
+			if len(want) != 0 {
+				t.Errorf("no offered load for %v: %+v", want, res.Offered)
+			}
 			switch sc {
 			case ScenarioReconnectStorm:
 				if res.Client.Resumes+res.Client.InvalidSessions < 4 {

@@ -55,9 +55,13 @@ type Config struct {
 	Channels int    // API setup: public channels besides #general, joined round-robin
 	Seed     string // JSON of `parley seed --out` (its users and tokens) instead of API setup
 
-	ConnectRate float64       // sessions booted and connected per second
-	Rate        float64       // messages/s (big-team-boot, reconnect-storm, hot-channel), joins/s (join-spike), actions/s (steady)
-	Posters     int           // users who post the messages
+	ConnectRate float64 // sessions booted and connected per second
+	Rate        float64 // messages/s (big-team-boot, reconnect-storm, hot-channel), joins/s (join-spike), actions/s (steady)
+	Posters     int     // users who post the messages
+	// MaxInFlight caps the actions of one schedule running at once in a
+	// process (posts, joins, connects…); an action due beyond it starts
+	// late and is counted (0: 256).
+	MaxInFlight int
 	Watchers    int           // join-spike: members of the channel before the spike
 	Duration    time.Duration // the load phase
 	StormAfter  time.Duration // reconnect-storm: into the load phase, when every socket drops
@@ -87,6 +91,9 @@ func (c *Config) Defaults() {
 	}
 	if c.Posters <= 0 {
 		c.Posters = 10
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 256
 	}
 	if c.Duration <= 0 {
 		c.Duration = 30 * time.Second
