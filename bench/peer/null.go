@@ -51,33 +51,73 @@ func maybeServeNull() {
 	os.Exit(0)
 }
 
+// nullHub is the null server's state: the subscribers and the frames
+// not yet written to them.
+type nullHub struct {
+	mu      sync.Mutex
+	conns   map[*websocket.Conn]struct{} // guarded by mu
+	list    []*websocket.Conn            // conns as a slice, nil when stale; guarded by mu
+	pending []byte                       // encoded frames to write; guarded by mu
+	wake    chan struct{}
+}
+
+// flush writes the pending frames to every subscriber, each batch with one
+// write per socket, the sockets shared among GOMAXPROCS goroutines: the
+// least work a server can do per delivery, so that the generator is what
+// gives out first.
+func (h *nullHub) flush() {
+	for range h.wake {
+		h.mu.Lock()
+		buf := h.pending
+		h.pending = nil
+		if h.list == nil {
+			for c := range h.conns {
+				h.list = append(h.list, c)
+			}
+		}
+		list := h.list
+		h.mu.Unlock()
+		if len(buf) == 0 {
+			continue
+		}
+		shards := min(runtime.GOMAXPROCS(0), max(len(list)/256, 1))
+		var wg sync.WaitGroup
+		for k := range shards {
+			wg.Go(func() {
+				for i := k; i < len(list); i += shards {
+					_, _ = list[i].Conn.Write(buf) // pre-framed bytes; a failed write closes the socket
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
+
 // serveNull serves on addr until SIGTERM or SIGINT.
 func serveNull(addr string) error {
-	var (
-		mu    sync.Mutex
-		conns = map[*websocket.Conn]struct{}{} // guarded by mu
-		sent  atomic.Int64
-	)
+	h := &nullHub{conns: map[*websocket.Conn]struct{}{}, wake: make(chan struct{}, 1)}
+	go h.flush()
 	up := websocket.NewUpgrader()
 	up.KeepaliveTime = 0
 	up.OnOpen(func(c *websocket.Conn) {
-		mu.Lock()
-		conns[c] = struct{}{}
-		mu.Unlock()
+		h.mu.Lock()
+		h.conns[c], h.list = struct{}{}, nil
+		h.mu.Unlock()
 	})
 	up.OnClose(func(c *websocket.Conn, _ error) {
-		mu.Lock()
-		delete(conns, c)
-		mu.Unlock()
+		h.mu.Lock()
+		delete(h.conns, c)
+		h.list = nil
+		h.mu.Unlock()
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = up.Upgrade(w, r, nil) // a failed upgrade has answered already
 	})
 	mux.HandleFunc("GET /count", func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		n := len(conns)
-		mu.Unlock()
+		h.mu.Lock()
+		n := len(h.conns)
+		h.mu.Unlock()
 		fmt.Fprint(w, n)
 	})
 	mux.HandleFunc("POST /publish", func(w http.ResponseWriter, r *http.Request) {
@@ -86,14 +126,15 @@ func serveNull(addr string) error {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		frame := nullFrame(obj)
-		mu.Lock()
-		for c := range conns {
-			_ = c.WriteMessage(websocket.TextMessage, frame) // a failed write closes c
+		frame := wsTextFrame(nullFrame(obj))
+		h.mu.Lock()
+		h.pending = append(h.pending, frame...)
+		n := len(h.conns)
+		h.mu.Unlock()
+		select {
+		case h.wake <- struct{}{}:
+		default: // a flush is due already
 		}
-		n := len(conns)
-		mu.Unlock()
-		sent.Add(int64(n))
 		fmt.Fprintf(w, `{"sent":%d}`, n)
 	})
 	eng := nbhttp.NewEngine(nbhttp.Config{Network: "tcp", Addrs: []string{addr}, Handler: mux, NPoller: runtime.GOMAXPROCS(0)})
@@ -106,6 +147,25 @@ func serveNull(addr string) error {
 	<-sig
 	eng.Stop()
 	return nil
+}
+
+// wsTextFrame frames payload as one unmasked server-to-client text frame
+// (RFC 6455 §5.2), encoded once for every subscriber.
+func wsTextFrame(payload []byte) []byte {
+	n := len(payload)
+	var b []byte
+	switch {
+	case n < 126:
+		b = append(make([]byte, 0, n+2), 0x81, byte(n))
+	case n < 1<<16:
+		b = append(make([]byte, 0, n+4), 0x81, 126, byte(n>>8), byte(n))
+	default:
+		b = append(make([]byte, 0, n+10), 0x81, 127)
+		for shift := 56; shift >= 0; shift -= 8 {
+			b = append(b, byte(uint64(n)>>shift))
+		}
+	}
+	return append(b, payload...)
 }
 
 // nullFrame is the one frame every subscriber gets for a publish: shaped

@@ -223,3 +223,18 @@ func TestRampStopsAtFirstFailure(t *testing.T) {
 		t.Fatalf("capacity report:\n%s", b.String())
 	}
 }
+
+// The null server's frames are whole RFC 6455 text frames at each length
+// class.
+func TestWSTextFrame(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		head []byte
+	}{{5, []byte{0x81, 5}}, {300, []byte{0x81, 126, 1, 44}}, {70000, []byte{0x81, 127, 0, 0, 0, 0, 0, 1, 0x11, 0x70}}} {
+		payload := bytes.Repeat([]byte("x"), tc.n)
+		f := wsTextFrame(payload)
+		if !bytes.Equal(f[:len(tc.head)], tc.head) || !bytes.Equal(f[len(tc.head):], payload) {
+			t.Errorf("%d bytes: header % x", tc.n, f[:min(len(f), 10)])
+		}
+	}
+}
