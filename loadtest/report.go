@@ -61,6 +61,7 @@ type Offered struct {
 	Asked      float64 `json:"asked_rate"`
 	Achieved   float64 `json:"achieved_rate"`
 	Late       int64   `json:"late_starts"`
+	AtCap      int64   `json:"at_cap"` // due while --max-in-flight actions were running
 	Comparable bool    `json:"comparable"`
 }
 
@@ -72,7 +73,7 @@ func offered(extra map[string]float64) []Offered {
 		if !ok {
 			continue
 		}
-		o := Offered{Name: name, Asked: extra[k], Achieved: extra[name+"_achieved_rate"], Late: int64(extra[name+"_late_starts"])}
+		o := Offered{Name: name, Asked: extra[k], Achieved: extra[name+"_achieved_rate"], Late: int64(extra[name+"_late_starts"]), AtCap: int64(extra[name+"_at_cap"])}
 		o.Comparable = o.Asked > 0 && o.Achieved >= 0.95*o.Asked
 		out = append(out, o)
 	}
@@ -81,7 +82,7 @@ func offered(extra map[string]float64) []Offered {
 
 // isOffered says whether an extra is one of a schedule's.
 func isOffered(k string) bool {
-	return strings.HasSuffix(k, "_asked_rate") || strings.HasSuffix(k, "_achieved_rate") || strings.HasSuffix(k, "_late_starts")
+	return strings.HasSuffix(k, "_asked_rate") || strings.HasSuffix(k, "_achieved_rate") || strings.HasSuffix(k, "_late_starts") || strings.HasSuffix(k, "_at_cap")
 }
 
 // Sizes are the run's settings.
@@ -202,7 +203,7 @@ func (r *Result) Print(w io.Writer) {
 		if !o.Comparable {
 			mark = "  NOT COMPARABLE: below 95 % of the asked rate"
 		}
-		row(o.Name+" rate (open-loop)", "%.1f/s asked, %.1f/s achieved, %d late starts%s", o.Asked, o.Achieved, o.Late, mark)
+		row(o.Name+" rate (open-loop)", "%.1f/s asked, %.1f/s achieved, %d late starts (%d at the in-flight cap)%s", o.Asked, o.Achieved, o.Late, o.AtCap, mark)
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Extra)) {
 		if !isOffered(k) {

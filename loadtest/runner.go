@@ -141,8 +141,8 @@ func (r *runner) connectAll(ctx context.Context) {
 // i/rate and starts then whether or not the earlier ones have returned, up
 // to MaxInFlight at once; n < 0 runs until ctx ends. It returns once the
 // started actions have, and notes the asked and achieved rates and the
-// late starts as extras name_asked_rate, name_achieved_rate and
-// name_late_starts (the parts' add up). Latencies count from a.Due.
+// late starts as extras name_asked_rate, name_achieved_rate,
+// name_late_starts and name_at_cap (the parts' add up). Latencies count from a.Due.
 func (r *runner) schedule(ctx context.Context, name string, rate float64, n int, fn func(a openloop.Action)) {
 	if rate <= 0 || n == 0 {
 		return
@@ -151,6 +151,7 @@ func (r *runner) schedule(ctx context.Context, name string, rate float64, n int,
 	r.rec.SetExtra(name+"_asked_rate", st.Asked)
 	r.rec.SetExtra(name+"_achieved_rate", st.Achieved)
 	r.rec.SetExtra(name+"_late_starts", float64(st.Late))
+	r.rec.SetExtra(name+"_at_cap", float64(st.AtCap))
 }
 
 // poster posts the part's share of rate messages a second into channel

@@ -148,7 +148,7 @@ func printCapacity(w io.Writer, cfg Config, results []Result) {
 			at.Rate*float64(r.Subscribers), at.DeliveriesPerCPU, at.P50ms, at.P99ms, at.ServerCores, at.GenCores)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| subscribers | server | asked → achieved msg/s | late | lost / dup | errors | server cores publish / drain | generator cores publish / drain | deliveries / CPU-s | p50 | p99 | max | pass |")
+	fmt.Fprintln(w, "| subscribers | server | asked → achieved msg/s | late (at cap) | lost / dup | errors | server cores publish / drain | generator cores publish / drain | deliveries / CPU-s | p50 | p99 | max | pass |")
 	fmt.Fprintln(w, "|---:|---|---|---:|---|---:|---|---|---:|---:|---:|---:|---|")
 	for _, r := range results {
 		for _, rr := range r.PerRound {
@@ -156,8 +156,8 @@ func printCapacity(w io.Writer, cfg Config, results []Result) {
 			if !rr.Pass {
 				pass = "**no**"
 			}
-			fmt.Fprintf(w, "| %d | %s | %.4g → %.4g%s | %d | %d / %d | %d | %.2f / %.2f | %.2f / %.2f | %.0f | %.1f ms | %.1f ms | %.1f ms | %s |\n",
-				r.Subscribers, r.Server, rr.Rate, rr.Achieved, comparable(rr.Comparable), rr.Late, rr.Lost, rr.Duplicates, rr.Errors,
+			fmt.Fprintf(w, "| %d | %s | %.4g → %.4g%s | %d (%d) | %d / %d | %d | %.2f / %.2f | %.2f / %.2f | %.0f | %.1f ms | %.1f ms | %.1f ms | %s |\n",
+				r.Subscribers, r.Server, rr.Rate, rr.Achieved, comparable(rr.Comparable), rr.Late, rr.AtCap, rr.Lost, rr.Duplicates, rr.Errors,
 				rr.ServerCores, rr.ServerDrainCores, rr.GenCores, rr.GenDrainCores, rr.DeliveriesPerCPU, rr.P50ms, rr.P99ms, rr.Maxms, pass)
 		}
 	}

@@ -18,6 +18,7 @@ type Round struct {
 	Rate       float64 `json:"rate"`     // asked, messages per second
 	Achieved   float64 `json:"achieved"` // started over the schedule's window
 	Late       int64   `json:"late_starts"`
+	AtCap      int64   `json:"at_cap"`     // due while -max-in-flight publishes were running
 	Comparable bool    `json:"comparable"` // achieved ≥ 95 % of rate
 	Messages   int     `json:"messages"`
 	Errors     int64   `json:"publish_errors"`
@@ -124,7 +125,7 @@ func round(ctx context.Context, cfg Config, t target, rec *recorder, r, first in
 	if ctx.Err() != nil {
 		return rr, nil, ctx.Err()
 	}
-	rr.Achieved, rr.Late, rr.Comparable, rr.Errors = st.Achieved, st.Late, st.Comparable(), errs.Load()
+	rr.Achieved, rr.Late, rr.AtCap, rr.Comparable, rr.Errors = st.Achieved, st.Late, st.AtCap, st.Comparable(), errs.Load()
 	if e, _ := lastErr.Load().(error); e != nil {
 		cfg.Log.Warn("publish failed", "round", r+1, "errors", rr.Errors, "last", e)
 	}

@@ -45,6 +45,7 @@ type Stats struct {
 	Asked    float64       // Schedule.Rate
 	Started  int64         // actions started
 	Late     int64         // started later than Schedule.Late after their due time
+	AtCap    int64         // found MaxInFlight actions running when due (most of the late ones, when the server stalls)
 	MaxLag   time.Duration // the latest start, past its due time
 	Window   time.Duration // from the first due time to the end of the schedule
 	Achieved float64       // Started over Window: actions per second
@@ -90,7 +91,13 @@ func Run(ctx context.Context, s Schedule, fn func(a Action)) Stats {
 		select {
 		case slots <- struct{}{}:
 			got = true
-		case <-ctx.Done():
+		default:
+			st.AtCap++
+			select {
+			case slots <- struct{}{}:
+				got = true
+			case <-ctx.Done():
+			}
 		}
 		if ctx.Err() != nil {
 			if got {

@@ -89,7 +89,7 @@ func TestStalledServerStartsOnScheduleUpToTheCap(t *testing.T) {
 			t.Errorf("action %d started at %s, want at the recovery (1 s)", a.I, a.Start.Sub(t0))
 		}
 	}
-	if n != 10 || st.Started != 10 || st.Late != 7 || st.MaxLag != 700*time.Millisecond {
+	if n != 10 || st.Started != 10 || st.Late != 7 || st.AtCap < 1 || st.MaxLag != 700*time.Millisecond {
 		t.Fatalf("started %d (stats %+v), want 10 started, 7 late, max lag 700 ms", n, st)
 	}
 	// Action 5 was due at 500 ms and answered at once at 1 s: 500 ms late
@@ -111,12 +111,12 @@ func TestOnTimeScheduleIsComparable(t *testing.T) {
 	clk := &virtualClock{now: t0}
 	var mu sync.Mutex
 	var dues []time.Time
-	st := Run(t.Context(), Schedule{Rate: 4, N: 8, MaxInFlight: 1, Clock: clk}, func(a Action) {
+	st := Run(t.Context(), Schedule{Rate: 4, N: 8, MaxInFlight: 8, Clock: clk}, func(a Action) {
 		mu.Lock()
 		dues = append(dues, a.Due)
 		mu.Unlock()
 	})
-	if st.Started != 8 || st.Late != 0 || st.Window != 2*time.Second || st.Achieved != 4 || !st.Comparable() {
+	if st.Started != 8 || st.Late != 0 || st.AtCap != 0 || st.Window != 2*time.Second || st.Achieved != 4 || !st.Comparable() {
 		t.Fatalf("stats %+v", st)
 	}
 	if len(dues) != 8 {
