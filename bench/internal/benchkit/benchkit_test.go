@@ -1,7 +1,9 @@
 package benchkit
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +86,38 @@ func TestHistQuantile(t *testing.T) {
 		if b := histBucket(us); histLow(b) > us || (b+1 < histBuckets && histLow(b+1) <= us) {
 			t.Fatalf("%d µs in bucket %d [%d, %d)", us, b, histLow(b), histLow(b+1))
 		}
+	}
+}
+
+// A pinned server runs on the CPUs asked, under its own pid.
+func TestPinServers(t *testing.T) {
+	if _, err := exec.LookPath("taskset"); err != nil {
+		t.Skip("no taskset")
+	}
+	PinServers("0")
+	defer PinServers("")
+	p, err := StartProc(t.Context(), exec.Command("sleep", "30"), 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	// taskset execs sleep: poll until the pid's command is sleep.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.PID()))
+		if strings.TrimSpace(string(comm)) == "sleep" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d is %q, not sleep", p.PID(), comm)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(status), "Cpus_allowed_list:\t0\n") {
+		t.Fatalf("status:\n%s", status)
 	}
 }
