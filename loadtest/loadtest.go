@@ -62,11 +62,15 @@ type Config struct {
 	// process (posts, joins, connects…); an action due beyond it starts
 	// late and is counted (0: 256).
 	MaxInFlight int
-	Watchers    int           // join-spike: members of the channel before the spike
-	Duration    time.Duration // the load phase
-	StormAfter  time.Duration // reconnect-storm: into the load phase, when every socket drops
-	TextBytes   int           // message size
-	CatchUp     time.Duration // longest final catch-up window before counting losses
+	// ServerPID, when set, is the server's process on this machine: its
+	// cores over the load phase and the drain are reported beside the
+	// generator's (read from /proc/<pid>/stat by worker part 0 only).
+	ServerPID  int
+	Watchers   int           // join-spike: members of the channel before the spike
+	Duration   time.Duration // the load phase
+	StormAfter time.Duration // reconnect-storm: into the load phase, when every socket drops
+	TextBytes  int           // message size
+	CatchUp    time.Duration // longest final catch-up window before counting losses
 
 	SourceIPs []netip.Addr // local addresses to spread sockets over (none: the system's choice)
 	Procs     int          // worker processes (1: all in this one)

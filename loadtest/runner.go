@@ -11,6 +11,7 @@ import (
 
 	"parley"
 	"parley/client"
+	"parley/internal/cpustat"
 	"parley/internal/openloop"
 )
 
@@ -107,6 +108,32 @@ func (r *runner) run(ctx context.Context) (*Part, error) {
 		return nil, err
 	}
 	return r.account(ctx), nil
+}
+
+// cpuMark is a reading of the generator's and the server's CPU time.
+type cpuMark struct {
+	at          time.Time
+	gen, server time.Duration
+}
+
+func (r *runner) markCPU() cpuMark {
+	m := cpuMark{at: time.Now(), gen: cpustat.Self()}
+	if r.cfg.ServerPID > 0 && r.part == 0 {
+		m.server, _ = cpustat.Process(r.cfg.ServerPID)
+	}
+	return m
+}
+
+// noteCores records the cores used since from as extras
+// name_generator_cores (every worker process's, added up) and
+// name_server_cores (with a ServerPID).
+func (r *runner) noteCores(name string, from cpuMark) {
+	to := r.markCPU()
+	wall := to.at.Sub(from.at)
+	r.rec.SetExtra(name+"_generator_cores", cpustat.Cores(to.gen-from.gen, wall))
+	if r.cfg.ServerPID > 0 && r.part == 0 {
+		r.rec.SetExtra(name+"_server_cores", cpustat.Cores(to.server-from.server, wall))
+	}
 }
 
 // sampleConns notes the live connections every second.
@@ -217,9 +244,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (r *runner) loadPhase(ctx context.Context, start func(ctx context.Context) (wait func())) error {
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.Duration)
 	defer cancel()
+	m := r.markCPU()
 	wait := start(lctx)
 	<-lctx.Done()
 	wait()
+	r.noteCores("load", m)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -232,6 +261,8 @@ func (r *runner) bigTeamBoot(ctx context.Context) error {
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
 	t0 := time.Now()
+	m := r.markCPU() // the load phase is the whole boot and after
+	defer r.noteCores("load", m)
 	// Posting starts once the posters are among the connected.
 	var wait func()
 	var once sync.Once
@@ -419,6 +450,7 @@ func (r *runner) steadyAction(u *user, emojis []string, due time.Time) {
 // every checked channel's head from the server and counts what each user
 // never received.
 func (r *runner) account(ctx context.Context) *Part {
+	drain := r.markCPU()
 	// Each checked channel's best-placed member asks for its head.
 	best := map[string]*user{}
 	bestSeq := map[string]int64{}
@@ -452,6 +484,7 @@ func (r *runner) account(ctx context.Context) *Part {
 		}
 		_ = sleep(ctx, 50*time.Millisecond)
 	}
+	r.noteCores("drain", drain) // the heads' fetch and the catch-up window
 	r.closeAll()
 	p := &Part{Users: len(r.users), Ephemeral: r.ephemeral.Load(), CaughtUp: r.caughtUp.Load()}
 	for _, u := range r.users {

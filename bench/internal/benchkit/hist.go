@@ -3,8 +3,9 @@ package benchkit
 import (
 	"math/bits"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"parley/internal/cpustat"
 )
 
 // Hist is a latency histogram in microseconds with log-linear buckets (32
@@ -71,10 +72,4 @@ func (h *Hist) Quantile(p float64) float64 {
 
 // SelfCPUTime is this process's user+system CPU time so far: the load
 // generator's own cost, reported beside the server's.
-func SelfCPUTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func SelfCPUTime() time.Duration { return cpustat.Self() }

@@ -6,7 +6,6 @@ package benchkit
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"parley/internal/cpustat"
 )
 
 // serverCPUs is the CPU list (taskset -c syntax) every server started
@@ -176,38 +177,9 @@ func FreePort() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on
-// every Linux architecture Go supports.
-const clockTicks = 100
-
 // CPUTime returns a process's user+system CPU time so far, from
 // /proc/<pid>/stat.
-func CPUTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(b)
-}
-
-func parseStatCPU(b []byte) (time.Duration, error) {
-	// The command name (field 2) may hold spaces: count from after it.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("unexpected /proc/<pid>/stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, errors.New("short /proc/<pid>/stat")
-	}
-	// f[0] is field 3 (state): utime is field 14, stime field 15.
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return time.Duration(ut+st) * time.Second / clockTicks, nil
-}
+func CPUTime(pid int) (time.Duration, error) { return cpustat.Process(pid) }
 
 // RSSBytes returns a process's resident set size (VmRSS).
 func RSSBytes(pid int) (int64, error) {
