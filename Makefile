@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer loadtest lint fuzz fuzz-short
+.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity loadtest lint fuzz fuzz-short
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -81,6 +81,16 @@ bench-gateway: build
 ## 1,000 and 10,000 subscribers of one channel (docs/benchmarks.md)
 bench-peer: build
 	$(GO) run ./bench/peer -parley bin/parley -centrifugo-version v5.4.9 -subscribers 1000,10000 -rate 2 -duration 20s -rounds 3 -size 200
+
+## bench-capacity: each server's open-loop capacity (p99 ≤ 500 ms, nothing
+## lost) at 1,000 and 10,000 subscribers, the null server (the generator's
+## ceiling) included; shared cores, then the generator on core 0 and the
+## servers on core 1 (docs/benchmarks.md, "Open-loop capacity")
+bench-capacity: build
+	mkdir -p out
+	$(GO) build -o bin/peer ./bench/peer
+	bin/peer -parley bin/parley -centrifugo-version v5.4.9 -servers null,parley,centrifugo -subscribers 1000,10000 -capacity -duration 5s -size 200 -json out/capacity-shared.json
+	taskset -c 0 bin/peer -parley bin/parley -centrifugo-version v5.4.9 -servers null,parley,centrifugo -subscribers 1000,10000 -capacity -duration 5s -size 200 -server-cpus 1 -json out/capacity-pinned.json
 
 ## lint: gofmt, go vet, and Prettier over the web client (web/.prettierrc)
 lint: web/node_modules/.package-lock.json

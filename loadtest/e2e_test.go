@@ -139,7 +139,7 @@ func TestScenariosEndToEnd(t *testing.T) {
 			out := t.TempDir()
 			res, err := Run(t.Context(), Config{URL: url, Scenario: sc, Seed: seedFileFor(t, st, 4, 2), Rate: 20,
 				Duration: 1500 * time.Millisecond, StormAfter: 500 * time.Millisecond, CatchUp: 20 * time.Second,
-				Watchers: 1, Posters: 2, Out: out,
+				Watchers: 1, Posters: 2, Out: out, ServerPID: os.Getpid(), // the node runs in this process
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
 				t.Fatal(err)
@@ -149,6 +149,29 @@ func TestScenariosEndToEnd(t *testing.T) {
 			}
 			if res.Deliveries == 0 || res.Checked == 0 || res.Posts == 0 {
 				t.Fatalf("nothing happened: %d deliveries, %d streams, %d actions", res.Deliveries, res.Checked, res.Posts)
+			}
+			for _, k := range []string{"load_generator_cores", "load_server_cores", "drain_generator_cores", "drain_server_cores"} {
+				if v, ok := res.Extra[k]; !ok || v < 0 {
+					t.Errorf("extra %s = %v, %v", k, v, ok)
+				}
+			}
+			// Every paced part of the scenario ran open-loop and says what
+			// it was asked and what it achieved.
+			want := map[string]float64{"connect": 200, "post": 20}
+			switch sc {
+			case ScenarioJoinSpike:
+				want = map[string]float64{"connect": 200, "join": 20}
+			case ScenarioSteady:
+				want = map[string]float64{"connect": 200, "action": 20}
+			}
+			for _, o := range res.Offered {
+				if o.Asked != want[o.Name] || o.Achieved <= 0 || o.Late < 0 {
+					t.Errorf("offered %+v, want asked %v", o, want[o.Name])
+				}
+				delete(want, o.Name)
+			}
+			if len(want) != 0 {
+				t.Errorf("no offered load for %v: %+v", want, res.Offered)
 			}
 			switch sc {
 			case ScenarioReconnectStorm:

@@ -55,14 +55,22 @@ type Config struct {
 	Channels int    // API setup: public channels besides #general, joined round-robin
 	Seed     string // JSON of `parley seed --out` (its users and tokens) instead of API setup
 
-	ConnectRate float64       // sessions booted and connected per second
-	Rate        float64       // messages/s (big-team-boot, reconnect-storm, hot-channel), joins/s (join-spike), actions/s (steady)
-	Posters     int           // users who post the messages
-	Watchers    int           // join-spike: members of the channel before the spike
-	Duration    time.Duration // the load phase
-	StormAfter  time.Duration // reconnect-storm: into the load phase, when every socket drops
-	TextBytes   int           // message size
-	CatchUp     time.Duration // longest final catch-up window before counting losses
+	ConnectRate float64 // sessions booted and connected per second
+	Rate        float64 // messages/s (big-team-boot, reconnect-storm, hot-channel), joins/s (join-spike), actions/s (steady)
+	Posters     int     // users who post the messages
+	// MaxInFlight caps the actions of one schedule running at once in a
+	// process (posts, joins, connects…); an action due beyond it starts
+	// late and is counted (0: 256).
+	MaxInFlight int
+	// ServerPID, when set, is the server's process on this machine: its
+	// cores over the load phase and the drain are reported beside the
+	// generator's (read from /proc/<pid>/stat by worker part 0 only).
+	ServerPID  int
+	Watchers   int           // join-spike: members of the channel before the spike
+	Duration   time.Duration // the load phase
+	StormAfter time.Duration // reconnect-storm: into the load phase, when every socket drops
+	TextBytes  int           // message size
+	CatchUp    time.Duration // longest final catch-up window before counting losses
 
 	SourceIPs []netip.Addr // local addresses to spread sockets over (none: the system's choice)
 	Procs     int          // worker processes (1: all in this one)
@@ -87,6 +95,9 @@ func (c *Config) Defaults() {
 	}
 	if c.Posters <= 0 {
 		c.Posters = 10
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 256
 	}
 	if c.Duration <= 0 {
 		c.Duration = 30 * time.Second

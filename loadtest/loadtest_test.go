@@ -178,3 +178,30 @@ func TestCheckerFirstEventsOutOfOrderAndSeqsPastHead(t *testing.T) {
 		t.Fatal("not caught up after seq 12 arrived")
 	}
 }
+
+// The schedules' extras become the offered-load rows; a schedule below 95 %
+// of its asked rate is marked not comparable.
+func TestOfferedLoadFromExtras(t *testing.T) {
+	extra := map[string]float64{
+		"post_asked_rate": 100, "post_achieved_rate": 94.9, "post_late_starts": 12, "post_at_cap": 3,
+		"join_asked_rate": 200, "join_achieved_rate": 199, "join_late_starts": 0,
+		"storm_all_back_s": 2,
+	}
+	got := offered(extra)
+	want := []Offered{
+		{Name: "join", Asked: 200, Achieved: 199, Comparable: true},
+		{Name: "post", Asked: 100, Achieved: 94.9, Late: 12, AtCap: 3},
+	}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("offered %+v, want %+v", got, want)
+	}
+	var b strings.Builder
+	(&Result{Offered: got, Extra: extra}).Print(&b)
+	out := b.String()
+	if !strings.Contains(out, "post rate (open-loop)") || !strings.Contains(out, "100.0/s asked, 94.9/s achieved, 12 late starts (3 at the in-flight cap)  NOT COMPARABLE") ||
+		strings.Contains(out, "199.0/s achieved, 0 late starts (0 at the in-flight cap)  NOT") ||
+		strings.Contains(out, "post_at_cap") ||
+		strings.Contains(out, "post_late_starts") || !strings.Contains(out, "storm_all_back_s") {
+		t.Fatalf("summary:\n%s", out)
+	}
+}

@@ -47,8 +47,42 @@ type Result struct {
 	Errors  map[string]int64   `json:"errors"`
 	Extra   map[string]float64 `json:"extra,omitempty"`
 	Client  client.Stats       `json:"client_stats"`
+	// Offered is each open-loop schedule's asked and achieved rate.
+	Offered []Offered `json:"offered"`
 
 	Timeline []Point `json:"timeline"`
+}
+
+// Offered is the load one schedule (post, join, connect, action) offered:
+// a schedule below 95 % of its asked rate is not comparable with a run
+// that reached it, whatever its latencies say.
+type Offered struct {
+	Name       string  `json:"name"`
+	Asked      float64 `json:"asked_rate"`
+	Achieved   float64 `json:"achieved_rate"`
+	Late       int64   `json:"late_starts"`
+	AtCap      int64   `json:"at_cap"` // due while --max-in-flight actions were running
+	Comparable bool    `json:"comparable"`
+}
+
+// offered reads the schedules' extras (runner.schedule) out of extra.
+func offered(extra map[string]float64) []Offered {
+	var out []Offered
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		name, ok := strings.CutSuffix(k, "_asked_rate")
+		if !ok {
+			continue
+		}
+		o := Offered{Name: name, Asked: extra[k], Achieved: extra[name+"_achieved_rate"], Late: int64(extra[name+"_late_starts"]), AtCap: int64(extra[name+"_at_cap"])}
+		o.Comparable = o.Asked > 0 && o.Achieved >= 0.95*o.Asked
+		out = append(out, o)
+	}
+	return out
+}
+
+// isOffered says whether an extra is one of a schedule's.
+func isOffered(k string) bool {
+	return strings.HasSuffix(k, "_asked_rate") || strings.HasSuffix(k, "_achieved_rate") || strings.HasSuffix(k, "_late_starts") || strings.HasSuffix(k, "_at_cap")
 }
 
 // Sizes are the run's settings.
@@ -57,6 +91,7 @@ type Sizes struct {
 	Channels    int     `json:"channels"`
 	ConnectRate float64 `json:"connect_rate"`
 	Rate        float64 `json:"rate"`
+	MaxInFlight int     `json:"max_in_flight"`
 	Posters     int     `json:"posters"`
 	Watchers    int     `json:"watchers,omitempty"`
 	DurationS   float64 `json:"duration_s"`
@@ -86,7 +121,7 @@ func buildResult(cfg *Config, plan *Plan, parts []*Part, setup time.Duration) *R
 	var d Data
 	res := &Result{Scenario: cfg.Scenario, URL: cfg.URL, Started: plan.Start, SetupSeconds: setup.Seconds(),
 		RunSeconds: time.Since(plan.Start).Seconds(),
-		Sizes: Sizes{Users: cfg.Users, Channels: len(plan.Channels), ConnectRate: cfg.ConnectRate, Rate: cfg.Rate,
+		Sizes: Sizes{Users: cfg.Users, Channels: len(plan.Channels), ConnectRate: cfg.ConnectRate, Rate: cfg.Rate, MaxInFlight: cfg.MaxInFlight,
 			Posters: cfg.Posters, DurationS: cfg.Duration.Seconds(), TextBytes: cfg.TextBytes, Procs: cfg.Procs,
 			SourceIPs: len(cfg.SourceIPs), Seeded: cfg.Seed != ""},
 		Latency: map[string]Summary{}}
@@ -112,6 +147,7 @@ func buildResult(cfg *Config, plan *Plan, parts []*Part, setup time.Duration) *R
 		}
 	}
 	res.Errors, res.Extra = d.Errors, d.Extra
+	res.Offered = offered(d.Extra)
 	var busy int
 	for _, s := range d.Seconds {
 		pt := Point{T: s.T, Deliveries: s.Deliveries, Posts: s.Posts, Conns: s.Conns}
@@ -162,8 +198,17 @@ func (r *Result) Print(w io.Writer) {
 		}
 		row(k+" latency", "p50 %.1f ms  p90 %.1f ms  p99 %.1f ms  max %.1f ms  (n=%d)", s.P50, s.P90, s.P99, s.Max, s.Count)
 	}
+	for _, o := range r.Offered {
+		mark := ""
+		if !o.Comparable {
+			mark = "  NOT COMPARABLE: below 95 % of the asked rate"
+		}
+		row(o.Name+" rate (open-loop)", "%.1f/s asked, %.1f/s achieved, %d late starts (%d at the in-flight cap)%s", o.Asked, o.Achieved, o.Late, o.AtCap, mark)
+	}
 	for _, k := range slices.Sorted(maps.Keys(r.Extra)) {
-		row(k, "%.2f", r.Extra[k])
+		if !isOffered(k) {
+			row(k, "%.2f", r.Extra[k])
+		}
 	}
 	var errs []string
 	for _, k := range slices.Sorted(maps.Keys(r.Errors)) {

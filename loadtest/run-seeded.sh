@@ -38,4 +38,4 @@ until grep -q "Parley is running at" "$dir/serve.log" 2>/dev/null; do
 	fi
 	sleep 0.1
 done
-"$bin" loadtest --url "http://127.0.0.1:$port" --seed "$dir/seed.json" "$@"
+"$bin" loadtest --url "http://127.0.0.1:$port" --seed "$dir/seed.json" --server-pid "$pid" "$@"

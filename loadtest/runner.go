@@ -11,6 +11,8 @@ import (
 
 	"parley"
 	"parley/client"
+	"parley/internal/cpustat"
+	"parley/internal/openloop"
 )
 
 // runner runs one part of a scenario: all of it in one process, or the
@@ -108,6 +110,32 @@ func (r *runner) run(ctx context.Context) (*Part, error) {
 	return r.account(ctx), nil
 }
 
+// cpuMark is a reading of the generator's and the server's CPU time.
+type cpuMark struct {
+	at          time.Time
+	gen, server time.Duration
+}
+
+func (r *runner) markCPU() cpuMark {
+	m := cpuMark{at: time.Now(), gen: cpustat.Self()}
+	if r.cfg.ServerPID > 0 && r.part == 0 {
+		m.server, _ = cpustat.Process(r.cfg.ServerPID)
+	}
+	return m
+}
+
+// noteCores records the cores used since from as extras
+// name_generator_cores (every worker process's, added up) and
+// name_server_cores (with a ServerPID).
+func (r *runner) noteCores(name string, from cpuMark) {
+	to := r.markCPU()
+	wall := to.at.Sub(from.at)
+	r.rec.SetExtra(name+"_generator_cores", cpustat.Cores(to.gen-from.gen, wall))
+	if r.cfg.ServerPID > 0 && r.part == 0 {
+		r.rec.SetExtra(name+"_server_cores", cpustat.Cores(to.server-from.server, wall))
+	}
+}
+
 // sampleConns notes the live connections every second.
 func (r *runner) sampleConns() (stop func()) {
 	done := make(chan struct{})
@@ -131,40 +159,26 @@ func (r *runner) sampleConns() (stop func()) {
 // connectAll connects the part's users at the part's share of the connect
 // rate, many at once; failures are counted, not fatal.
 func (r *runner) connectAll(ctx context.Context) {
-	sem := make(chan struct{}, 256)
-	var wg sync.WaitGroup
-	pace(ctx, r.share(r.cfg.ConnectRate), len(r.users), func(i int) {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			_ = r.users[i].connect(ctx)
-		})
+	r.schedule(ctx, "connect", r.share(r.cfg.ConnectRate), len(r.users), func(a openloop.Action) {
+		_ = r.users[a.I].connect(ctx)
 	})
-	wg.Wait()
 }
 
-// pace calls fn(0), fn(1)… n times (n < 0: until ctx ends) at rate per
-// second (rate ≤ 0: as fast as fn returns). fn should not block long.
-func pace(ctx context.Context, rate float64, n int, fn func(i int)) {
-	start := time.Now()
-	for i := 0; n < 0 || i < n; i++ {
-		if rate > 0 {
-			due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
-			if d := time.Until(due); d > 0 {
-				t := time.NewTimer(d)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return
-				case <-t.C:
-				}
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		fn(i)
+// schedule runs fn open-loop (internal/openloop): action i is due at
+// i/rate and starts then whether or not the earlier ones have returned, up
+// to MaxInFlight at once; n < 0 runs until ctx ends. It returns once the
+// started actions have, and notes the asked and achieved rates and the
+// late starts as extras name_asked_rate, name_achieved_rate,
+// name_late_starts and name_at_cap (the parts' add up). Latencies count from a.Due.
+func (r *runner) schedule(ctx context.Context, name string, rate float64, n int, fn func(a openloop.Action)) {
+	if rate <= 0 || n == 0 {
+		return
 	}
+	st := openloop.Run(ctx, openloop.Schedule{Rate: rate, N: n, MaxInFlight: r.cfg.MaxInFlight}, fn)
+	r.rec.SetExtra(name+"_asked_rate", st.Asked)
+	r.rec.SetExtra(name+"_achieved_rate", st.Achieved)
+	r.rec.SetExtra(name+"_late_starts", float64(st.Late))
+	r.rec.SetExtra(name+"_at_cap", float64(st.AtCap))
 }
 
 // poster posts the part's share of rate messages a second into channel
@@ -177,35 +191,26 @@ func (r *runner) poster(ctx context.Context, rate float64, ch string) (wait func
 		return func() {}
 	}
 	posters = posters[:min(len(posters), max(r.cfg.Posters/r.parts, 1))]
-	sem := make(chan struct{}, 64)
 	wg.Go(func() {
-		pace(ctx, r.share(rate), -1, func(i int) {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			u := posters[i%len(posters)]
-			wg.Go(func() {
-				defer func() { <-sem }()
-				r.post(u, ch, "")
-			})
+		r.schedule(ctx, "post", r.share(rate), -1, func(a openloop.Action) {
+			r.post(posters[a.I%len(posters)], ch, "", a.Due)
 		})
 	})
 	return wg.Wait
 }
 
-// post sends one message; posts run to completion even when the load phase
-// ends meanwhile (a cancelled post would leave its fate unknown).
-func (r *runner) post(u *user, ch, root string) {
-	now := time.Now()
-	r.rec.Post(now)
-	m, err := u.c.PostMessage(context.Background(), ch, parley.NewMessage{Text: messageText(now, r.cfg.TextBytes), ThreadRootID: root})
+// post sends one message that was due at due (its stamp, from which the
+// post and delivery latencies count); posts run to completion even when
+// the load phase ends meanwhile (a cancelled post would leave its fate
+// unknown).
+func (r *runner) post(u *user, ch, root string, due time.Time) {
+	r.rec.Post(due)
+	m, err := u.c.PostMessage(context.Background(), ch, parley.NewMessage{Text: messageText(due, r.cfg.TextBytes), ThreadRootID: root})
 	if err != nil {
 		r.rec.Error(time.Now(), "post"+codeSuffix(err))
 		return
 	}
-	r.rec.Hist("post").Record(time.Since(now))
+	r.rec.Hist("post").Record(time.Since(due))
 	if root == "" {
 		r.roots.Store(ch, m.ID)
 	}
@@ -239,9 +244,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (r *runner) loadPhase(ctx context.Context, start func(ctx context.Context) (wait func())) error {
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.Duration)
 	defer cancel()
+	m := r.markCPU()
 	wait := start(lctx)
 	<-lctx.Done()
 	wait()
+	r.noteCores("load", m)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -254,24 +261,19 @@ func (r *runner) bigTeamBoot(ctx context.Context) error {
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
 	t0 := time.Now()
+	m := r.markCPU() // the load phase is the whole boot and after
+	defer r.noteCores("load", m)
 	// Posting starts once the posters are among the connected.
 	var wait func()
 	var once sync.Once
 	startPosting := func() { wait = r.poster(pctx, r.cfg.Rate, r.plan.General) }
 	firstPosters := int64(min(len(r.users), max(r.cfg.Posters/r.parts, 1)))
 	var ok atomic.Int64
-	sem := make(chan struct{}, 256)
-	var wg sync.WaitGroup
-	pace(ctx, r.share(r.cfg.ConnectRate), len(r.users), func(i int) {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if r.users[i].connect(ctx) == nil && ok.Add(1) == firstPosters {
-				once.Do(startPosting)
-			}
-		})
+	r.schedule(ctx, "connect", r.share(r.cfg.ConnectRate), len(r.users), func(a openloop.Action) {
+		if r.users[a.I].connect(ctx) == nil && ok.Add(1) == firstPosters {
+			once.Do(startPosting)
+		}
 	})
-	wg.Wait()
 	once.Do(startPosting)
 	r.rec.SetExtra("all_connected_s", time.Since(t0).Seconds())
 	err := sleep(ctx, r.cfg.Duration)
@@ -340,26 +342,21 @@ func (r *runner) joinSpike(ctx context.Context) error {
 		}
 	}
 	return r.loadPhase(ctx, func(lctx context.Context) func() {
-		var wg, joins sync.WaitGroup
-		sem := make(chan struct{}, 256)
+		var wg sync.WaitGroup
 		t0 := time.Now()
 		wg.Go(func() {
-			pace(lctx, r.share(r.cfg.Rate), len(joiners), func(i int) {
-				sem <- struct{}{}
-				u := joiners[i]
-				joins.Go(func() {
-					defer func() { <-sem }()
-					now := time.Now()
-					r.joinStarts.Store(u.id, now)
-					r.rec.Post(now)
-					if _, err := u.c.JoinChannel(context.Background(), r.plan.Spike); err != nil {
-						r.rec.Error(time.Now(), "join"+codeSuffix(err))
-						return
-					}
-					r.rec.Hist("join_api").Record(time.Since(now))
-				})
+			// A join's latencies count from its due time: one that waited
+			// for a slot waited as a person clicking Join would have.
+			r.schedule(lctx, "join", r.share(r.cfg.Rate), len(joiners), func(a openloop.Action) {
+				u := joiners[a.I]
+				r.joinStarts.Store(u.id, a.Due)
+				r.rec.Post(a.Due)
+				if _, err := u.c.JoinChannel(context.Background(), r.plan.Spike); err != nil {
+					r.rec.Error(time.Now(), "join"+codeSuffix(err))
+					return
+				}
+				r.rec.Hist("join_api").Record(time.Since(a.Due))
 			})
-			joins.Wait()
 			r.rec.SetExtra("joins_done_s", time.Since(t0).Seconds())
 		})
 		return wg.Wait
@@ -389,27 +386,17 @@ func (r *runner) steady(ctx context.Context) error {
 	emojis := []string{"thumbsup", "tada", "eyes", "heart", "rocket", "wave"}
 	return r.loadPhase(ctx, func(lctx context.Context) func() {
 		var wg sync.WaitGroup
-		sem := make(chan struct{}, 64)
 		wg.Go(func() {
-			pace(lctx, r.share(r.cfg.Rate), -1, func(int) {
-				select {
-				case sem <- struct{}{}:
-				case <-lctx.Done():
-					return
-				}
-				u := conns[rand.IntN(len(conns))]
-				wg.Go(func() {
-					defer func() { <-sem }()
-					r.steadyAction(u, emojis)
-				})
+			r.schedule(lctx, "action", r.share(r.cfg.Rate), -1, func(a openloop.Action) {
+				r.steadyAction(conns[rand.IntN(len(conns))], emojis, a.Due)
 			})
 		})
 		return wg.Wait
 	})
 }
 
-// steadyAction does one random thing as u.
-func (r *runner) steadyAction(u *user, emojis []string) {
+// steadyAction does one random thing as u, due at due.
+func (r *runner) steadyAction(u *user, emojis []string, due time.Time) {
 	chans := u.myChannels()
 	if len(chans) == 0 {
 		return
@@ -424,12 +411,12 @@ func (r *runner) steadyAction(u *user, emojis []string) {
 	root, _ := r.roots.Load(ch)
 	rootID, _ := root.(string)
 	bg := context.Background()
-	now := time.Now()
+	now := due
 	switch p := rand.IntN(100); {
 	case p < 45 || (p < 75 && rootID == ""):
-		r.post(u, ch, "")
+		r.post(u, ch, "", due)
 	case p < 60:
-		r.post(u, ch, rootID)
+		r.post(u, ch, rootID, due)
 	case p < 75:
 		r.rec.Post(now)
 		if _, err := u.c.AddReaction(bg, rootID, emojis[rand.IntN(len(emojis))]); err != nil {
@@ -446,7 +433,7 @@ func (r *runner) steadyAction(u *user, emojis []string) {
 			r.rec.Error(time.Now(), "dm"+codeSuffix(err))
 			return
 		}
-		r.post(u, dm.ID, "")
+		r.post(u, dm.ID, "", due)
 	case p < 90:
 		r.rec.Post(now)
 		if _, err := u.c.SetStatus(bg, parley.Status{Emoji: emojis[rand.IntN(len(emojis))], Text: "load test"}); err != nil {
@@ -463,6 +450,7 @@ func (r *runner) steadyAction(u *user, emojis []string) {
 // every checked channel's head from the server and counts what each user
 // never received.
 func (r *runner) account(ctx context.Context) *Part {
+	drain := r.markCPU()
 	// Each checked channel's best-placed member asks for its head.
 	best := map[string]*user{}
 	bestSeq := map[string]int64{}
@@ -496,6 +484,7 @@ func (r *runner) account(ctx context.Context) *Part {
 		}
 		_ = sleep(ctx, 50*time.Millisecond)
 	}
+	r.noteCores("drain", drain) // the heads' fetch and the catch-up window
 	r.closeAll()
 	p := &Part{Users: len(r.users), Ephemeral: r.ephemeral.Load(), CaughtUp: r.caughtUp.Load()}
 	for _, u := range r.users {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"parley"
 	"parley/bench/internal/benchkit"
 	pclient "parley/client"
+	"parley/internal/openloop"
 )
 
 // Config is one benchmark run.
@@ -574,9 +576,15 @@ func plannedMessages(cfg Config) int {
 func bursts(cfg Config) int { return max(1, int(cfg.Duration/cfg.BurstEvery)) }
 
 // post sends the messages on schedule and returns each post's latency (ns).
-// A burst is posted by BurstPosters goroutines at once, each posting its
-// share back to back.
+// Steady mode is open-loop (internal/openloop): message i is due at i/Rate,
+// is sent then whatever the earlier posts do, and is stamped with its due
+// time, so a delivery's latency includes any wait in the generator. A
+// burst is posted by BurstPosters goroutines at once, each posting its
+// share back to back (a burst's shape is the point of that mode).
 func post(ctx context.Context, cfg Config, c *pclient.Client, channel string) ([]int64, error) {
+	if cfg.Burst == 0 {
+		return postOpenLoop(ctx, cfg, c, channel)
+	}
 	var (
 		mu  sync.Mutex
 		lat []int64
@@ -598,10 +606,6 @@ func post(ctx context.Context, cfg Config, c *pclient.Client, channel string) ([
 	}
 	period := cfg.BurstEvery
 	rounds, per, posters := bursts(cfg), cfg.Burst, max(cfg.BurstPosters, 1)
-	if cfg.Burst == 0 {
-		period = time.Duration(float64(time.Second) / cfg.Rate)
-		rounds, per, posters = plannedMessages(cfg), 1, 1
-	}
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for r := range rounds {
@@ -631,6 +635,29 @@ func post(ctx context.Context, cfg Config, c *pclient.Client, channel string) ([
 		if err := <-errs; err != nil {
 			return nil, err
 		}
+	}
+	return lat, nil
+}
+
+// postOpenLoop is steady mode's publisher: at most 64 posts in flight.
+func postOpenLoop(ctx context.Context, cfg Config, c *pclient.Client, channel string) ([]int64, error) {
+	var (
+		mu      sync.Mutex
+		lat     []int64
+		failure error
+	)
+	openloop.Run(ctx, openloop.Schedule{Rate: cfg.Rate, N: plannedMessages(cfg), MaxInFlight: 64}, func(a openloop.Action) {
+		_, err := c.PostMessage(ctx, channel, parley.NewMessage{Text: benchkit.StampAt("gwb", a.I, a.Due, cfg.TextBytes)})
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			failure = cmp.Or(failure, fmt.Errorf("post %d: %w", a.I, err))
+			return
+		}
+		lat = append(lat, int64(time.Since(a.Start)))
+	})
+	if err := cmp.Or(ctx.Err(), failure); err != nil {
+		return nil, err
 	}
 	return lat, nil
 }

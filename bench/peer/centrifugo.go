@@ -98,9 +98,10 @@ func startCentrifugo(ctx context.Context, bin, dir string, hc *http.Client) (*ce
 	}
 }
 
-// publish sends text to the benchmark channel through the HTTP API.
-func (c *centrifugo) publish(ctx context.Context, text string) error {
-	body, _ := json.Marshal(map[string]any{"channel": cfChannel, "data": map[string]string{"text": text}})
+// publish sends data (Parley's message object) to the benchmark channel
+// through the HTTP API.
+func (c *centrifugo) publish(ctx context.Context, data json.RawMessage) error {
+	body, _ := json.Marshal(map[string]any{"channel": cfChannel, "data": data})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url+"/api/publish", bytes.NewReader(body))
 	if err != nil {
 		return err

@@ -2,13 +2,25 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"parley"
+	"parley/bench/internal/benchkit"
 )
+
+// TestMain lets the test binary be the null server, as the peer command
+// is (null.go).
+func TestMain(m *testing.M) {
+	maybeServeNull()
+	os.Exit(m.Run())
+}
 
 func TestRatiosPairBySize(t *testing.T) {
 	results := []Result{
@@ -49,26 +61,44 @@ func TestRatiosPairBySize(t *testing.T) {
 	}
 }
 
-func TestTallyCountsLostAndDuplicated(t *testing.T) {
-	all := []*counts{
-		{got: []uint8{1, 1, 1}},
-		{got: []uint8{1, 0, 3}}, // message 1 lost, message 2 twice too many
-		{got: []uint8{1}},       // messages 1 and 2 never arrived
+func TestRecorderCountsLostAndDuplicatedPerRound(t *testing.T) {
+	rec := newRecorder([]int{2, 3}) // messages 0-1, then 2-4
+	subs := []*counts{rec.newCounts(), rec.newCounts()}
+	stamp := func(i int) []byte { return []byte(`{"text":"` + stampPrefix + `|` + strconv.Itoa(i) + `|1000|xx"}`) }
+	for _, i := range []int{0, 1, 2, 3, 4, 4} { // message 4 twice
+		rec.receive(subs[0], stamp(i))
 	}
-	lost, dups := tally(all, 3)
-	if lost != 3 || dups != 2 {
-		t.Fatalf("lost %d, dups %d; want 3 and 2", lost, dups)
+	for _, i := range []int{0, 3} { // 1, 2 and 4 lost
+		rec.receive(subs[1], stamp(i))
+	}
+	rec.receive(subs[1], stamp(5))                                             // beyond the plan: not ours
+	rec.receive(subs[1], []byte(`{"push":{"pub":{"data":{"text":"hello"}}}}`)) // no stamp
+	if d, u := rec.rounds[0].distinct.Load(), rec.rounds[0].dups.Load(); d != 3 || u != 0 {
+		t.Errorf("round 1: %d distinct, %d duplicates; want 3 and 0", d, u)
+	}
+	if d, u := rec.rounds[1].distinct.Load(), rec.rounds[1].dups.Load(); d != 4 || u != 1 {
+		t.Errorf("round 2: %d distinct, %d duplicates; want 4 and 1", d, u)
+	}
+	if m0, m1 := subs[0].missing(5), subs[1].missing(5); m0 != 0 || m1 != 3 {
+		t.Errorf("missing %d and %d, want 0 and 3", m0, m1)
+	}
+	if rec.rounds[1].lat.Count() != 4 || rec.delivered.Load() != 8 {
+		t.Errorf("%d latencies in round 2, %d receipts", rec.rounds[1].lat.Count(), rec.delivered.Load())
 	}
 }
 
-func TestRecorderIgnoresForeignFrames(t *testing.T) {
-	rec := newRecorder(2, 1)
-	c := &counts{}
-	rec.receive(c, []byte(`{"push":{"channel":"bench:room","pub":{"data":{"text":"hello"}}}}`))
-	rec.receive(c, []byte(`{"push":{"channel":"bench:room","pub":{"data":{"text":"pcmp|1|`+
-		"1000"+`|xxxx"}}}}`))
-	if rec.delivered.Load() != 1 || len(c.got) != 2 || c.got[1] != 1 || rec.latN[1].Load() != 1 {
-		t.Fatalf("delivered %d, got %v", rec.delivered.Load(), c.got)
+// Every server but Parley gets Parley's message object for the same text,
+// stamped with the message's scheduled time.
+func TestPublicationCarriesTheMessageObject(t *testing.T) {
+	due := time.Unix(1_700_000_000, 5)
+	p := newPublication(7, due, 200)
+	var m parley.Message
+	if err := json.Unmarshal(p.object, &m); err != nil {
+		t.Fatal(err)
+	}
+	idx, sent, ok := benchkit.ParseStamp([]byte(stampPrefix), p.object)
+	if m.Text != p.text || len(p.text) != 200 || m.Seq != 8 || !m.CreatedAt.Equal(due) || !ok || idx != 7 || sent != due.UnixNano() {
+		t.Fatalf("publication %+v: message %+v, stamp %d %d %v", p, m, idx, sent, ok)
 	}
 }
 
@@ -145,5 +175,66 @@ func TestTinyParleyRun(t *testing.T) {
 	}
 	if len(Ratios(results)) != 0 {
 		t.Fatalf("a ratio without a peer")
+	}
+}
+
+// The null server carries the same workload with nothing behind it: every
+// subscriber gets every message once, and both processes' cores are read.
+func TestTinyNullServerRun(t *testing.T) {
+	const subs = 30
+	results, err := Run(t.Context(), Config{
+		Servers: []string{"null"}, Subscribers: []int{subs}, Pollers: 2, MaxInFlight: 4,
+		Rate: 20, Duration: 250 * time.Millisecond, Rounds: 2,
+		TextBytes: 200, ConnectWorkers: 4, Drain: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := results[0]
+	if r.Server != "null" || r.Rounds != 2 || r.Messages != 10 || r.Delivered != subs*10 || r.Lost != 0 || r.Duplicates != 0 || r.Drops != 0 {
+		t.Fatalf("result %+v", r)
+	}
+	for i, rr := range r.PerRound {
+		if rr.Delivered != subs*5 || rr.Errors != 0 || rr.P99ms < rr.P50ms || rr.PublishSeconds <= 0 || rr.ServerCores < 0 || rr.GenCores < 0 {
+			t.Fatalf("round %d: %+v", i+1, rr)
+		}
+	}
+}
+
+// A ramp stops at its first failing round, and the capacity is the rate of
+// the last round before it. The p99 limit of 1 ns fails every round
+// whatever the machine's load: only the first runs.
+func TestRampStopsAtFirstFailure(t *testing.T) {
+	cfg := Config{
+		Servers: []string{"null"}, Subscribers: []int{5}, MaxInFlight: 4,
+		Ramp: []float64{20, 40}, Duration: 200 * time.Millisecond, P99Limit: time.Nanosecond,
+		TextBytes: 100, ConnectWorkers: 4, Drain: 10 * time.Second,
+	}
+	results, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := results[0]; r.Capacity != 0 || len(r.PerRound) != 1 || r.PerRound[0].Pass || r.PerRound[0].Rate != 20 || r.PerRound[0].Lost != 0 {
+		t.Fatalf("with an impossible p99: %+v", r)
+	}
+	var b bytes.Buffer
+	Print(&b, cfg, results)
+	if !strings.Contains(b.String(), "| 5 | null | 20 → ") || !strings.Contains(b.String(), "| **no** |") {
+		t.Fatalf("capacity report:\n%s", b.String())
+	}
+}
+
+// The null server's frames are whole RFC 6455 text frames at each length
+// class.
+func TestWSTextFrame(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		head []byte
+	}{{5, []byte{0x81, 5}}, {300, []byte{0x81, 126, 1, 44}}, {70000, []byte{0x81, 127, 0, 0, 0, 0, 0, 1, 0x11, 0x70}}} {
+		payload := bytes.Repeat([]byte("x"), tc.n)
+		f := wsTextFrame(payload)
+		if !bytes.Equal(f[:len(tc.head)], tc.head) || !bytes.Equal(f[len(tc.head):], payload) {
+			t.Errorf("%d bytes: header % x", tc.n, f[:min(len(f), 10)])
+		}
 	}
 }

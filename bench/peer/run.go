@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,34 +9,38 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
-	"parley"
 	"parley/bench/internal/benchkit"
-	pclient "parley/client"
 )
 
 // Config is one comparison run.
 type Config struct {
 	Parley         string        // path of the parley binary
 	Centrifugo     string        // path of the centrifugo binary ("" when Servers lacks it)
-	Servers        []string      // "parley", "centrifugo", in the order they run
+	Servers        []string      // "parley", "centrifugo", "null", in the order they run
 	Subscribers    []int         // sizes: subscribers of the one channel
-	Rate           float64       // messages per second, both servers
+	Rate           float64       // messages per second asked of every server
 	Duration       time.Duration // of one round
 	Rounds         int           // publishing rounds on the same connections; medians are reported
 	TextBytes      int           // message size
 	ConnectWorkers int
-	Pollers        int // the load generator's poller goroutines
+	Pollers        int // the load generator's poller goroutines (the subscriber sockets are spread over them)
 	ReadBuffer     int
+	MaxInFlight    int           // publish calls running at once; a due message waits (late) beyond it
+	Late           time.Duration // a publish that starts this far past its due time is late
 	Settle         time.Duration // idle time after connecting, before RSS is read
 	Drain          time.Duration // longest wait for the last deliveries
-	Log            *slog.Logger
+	// Ramp, when set, replaces Rate and Rounds: one round of Duration per
+	// rate, ascending, until a round fails the capacity criteria.
+	Ramp     []float64
+	P99Limit time.Duration // capacity criterion (0: 500 ms)
+	Log      *slog.Logger
+	// nullExe is the executable run as the null server (default: this
+	// one, with nullServerEnv set).
+	nullExe string
 }
 
 // Result is one server at one size.
@@ -48,35 +51,34 @@ type Result struct {
 	Messages    int    `json:"messages"` // over all rounds
 
 	Expected   int64 `json:"expected_deliveries"`
-	Delivered  int64 `json:"delivered"`
+	Delivered  int64 `json:"delivered"` // distinct (message, subscriber) receipts
 	Lost       int64 `json:"lost"`
 	Duplicates int64 `json:"duplicates"`
 	Drops      int64 `json:"drops"` // connections the server closed
 
 	ConnectSeconds   float64 `json:"connect_seconds"`
-	PublishP50ms     float64 `json:"publish_p50_ms"`
-	ServerCPUSeconds float64 `json:"server_cpu_seconds"` // all rounds, drains included
+	PublishP50ms     float64 `json:"publish_p50_ms"` // a publish call, from its start
+	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
 	// The medians over the rounds, and the largest latency of all.
 	DeliveriesPerCPU float64 `json:"deliveries_per_cpu_second"`
 	P50ms            float64 `json:"p50_ms"`
 	P99ms            float64 `json:"p99_ms"`
 	Maxms            float64 `json:"max_ms"`
-	PerRound         []Round `json:"rounds_detail"`
+	Achieved         float64 `json:"achieved_rate"` // median over the rounds
+	Late             int64   `json:"late_starts"`   // all rounds
+	ServerCores      float64 `json:"server_cores"`  // publish window, median
+	ServerDrainCores float64 `json:"server_drain_cores"`
+	GenCores         float64 `json:"generator_cores"`
+	GenDrainCores    float64 `json:"generator_drain_cores"`
+	Comparable       bool    `json:"comparable"` // every round reached 95 % of the asked rate
+	// Capacity is the highest ramp rate passed (0: none, or not a ramp).
+	Capacity float64 `json:"capacity_rate,omitempty"`
+	PerRound []Round `json:"rounds_detail"`
 
 	RSSBaseBytes      int64      `json:"rss_base_bytes"`
 	RSSConnectedBytes int64      `json:"rss_connected_bytes"`
 	RSSPerConn        float64    `json:"rss_per_connection_bytes"`
 	LoadAvg           [2]float64 `json:"loadavg"`
-}
-
-// Round is one publishing round on the same connections.
-type Round struct {
-	Delivered        int64   `json:"delivered"`
-	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
-	DeliveriesPerCPU float64 `json:"deliveries_per_cpu_second"`
-	P50ms            float64 `json:"p50_ms"`
-	P99ms            float64 `json:"p99_ms"`
-	Maxms            float64 `json:"max_ms"`
 }
 
 // stampPrefix starts every benchmark message's text.
@@ -89,7 +91,7 @@ type target interface {
 	connect(ctx context.Context, i int, onPayload func([]byte)) (subscriber, error)
 	// connected runs once every subscriber is connected.
 	connected()
-	publish(ctx context.Context, text string) error
+	publish(ctx context.Context, m publication) error
 	close()
 }
 
@@ -104,8 +106,11 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if len(cfg.Subscribers) == 0 || cfg.Rate <= 0 || cfg.Duration <= 0 || cfg.TextBytes < 40 {
-		return nil, errors.New("want subscriber counts, a positive rate and duration and at least 40 bytes of text")
+	if len(cfg.Subscribers) == 0 || (cfg.Rate <= 0 && len(cfg.Ramp) == 0) || cfg.Duration <= 0 || cfg.TextBytes < 40 {
+		return nil, errors.New("want subscriber counts, a positive rate (or a ramp) and duration and at least 40 bytes of text")
+	}
+	if slices.ContainsFunc(cfg.Ramp, func(r float64) bool { return r <= 0 }) || !slices.IsSorted(cfg.Ramp) {
+		return nil, fmt.Errorf("ramp %v: want positive rates in ascending order", cfg.Ramp)
 	}
 	nofile, err := benchkit.RaiseFileLimit()
 	if err != nil {
@@ -122,7 +127,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 				return nil, fmt.Errorf("%s, %d subscribers: %w", server, n, err)
 			}
 			cfg.Log.Info("measured", "server", server, "subscribers", n, "deliveries_per_cpu_s", int(res.DeliveriesPerCPU),
-				"p50_ms", res.P50ms, "p99_ms", res.P99ms)
+				"p50_ms", res.P50ms, "p99_ms", res.P99ms, "capacity", res.Capacity)
 			out = append(out, *res)
 		}
 	}
@@ -141,7 +146,8 @@ func runServer(ctx context.Context, cfg Config, server string, n int) (*Result, 
 		return nil, err
 	}
 	defer eng.Close()
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConnsPerHost: max(cfg.MaxInFlight, 4), MaxConnsPerHost: max(cfg.MaxInFlight, 4)}}
 	defer hc.CloseIdleConnections()
 	var t target
 	switch server {
@@ -149,8 +155,10 @@ func runServer(ctx context.Context, cfg Config, server string, n int) (*Result, 
 		t, err = newParleyTarget(ctx, cfg, dir, n, eng, hc)
 	case "centrifugo":
 		t, err = newCentrifugoTarget(ctx, cfg, dir, eng, hc)
+	case "null":
+		t, err = newNullTarget(ctx, cfg, eng, hc)
 	default:
-		err = fmt.Errorf("unknown server %q (want parley or centrifugo)", server)
+		err = fmt.Errorf("unknown server %q (want parley, centrifugo or null)", server)
 	}
 	if err != nil {
 		return nil, err
@@ -164,72 +172,20 @@ func runServer(ctx context.Context, cfg Config, server string, n int) (*Result, 
 	return res, nil
 }
 
-// recorder collects every subscriber's receipts.
-type recorder struct {
-	prefix    []byte
-	delivered atomic.Int64
-	// lat[i] holds message i's publish → receipt times (ns), one per
-	// subscriber, filled up to latN[i].
-	lat  [][]int64
-	latN []atomic.Int64
+// plan is the rate of each round.
+func plan(cfg Config) []float64 {
+	if len(cfg.Ramp) > 0 {
+		return cfg.Ramp
+	}
+	rates := make([]float64, max(cfg.Rounds, 1))
+	for i := range rates {
+		rates[i] = cfg.Rate
+	}
+	return rates
 }
 
-func newRecorder(messages, subscribers int) *recorder {
-	r := &recorder{prefix: []byte(stampPrefix), lat: make([][]int64, messages), latN: make([]atomic.Int64, messages)}
-	for i := range r.lat {
-		r.lat[i] = make([]int64, subscribers)
-	}
-	return r
-}
-
-// counts is what one subscriber received, per message index.
-type counts struct {
-	mu  sync.Mutex
-	got []uint8
-}
-
-// receive records one delivery's frame for c; frames without a stamp are
-// not the benchmark's and are ignored.
-func (r *recorder) receive(c *counts, frame []byte) {
-	now := time.Now().UnixNano()
-	idx, sent, ok := benchkit.ParseStamp(r.prefix, frame)
-	if !ok || idx < 0 {
-		return
-	}
-	c.mu.Lock()
-	if idx >= len(c.got) {
-		c.got = append(c.got, make([]uint8, idx+1-len(c.got))...)
-	}
-	c.got[idx]++
-	c.mu.Unlock()
-	if idx < len(r.lat) {
-		if i := r.latN[idx].Add(1) - 1; i < int64(len(r.lat[idx])) {
-			r.lat[idx][i] = now - sent
-		}
-	}
-	r.delivered.Add(1)
-}
-
-// tally counts lost and duplicated deliveries of messages 0..messages-1.
-func tally(all []*counts, messages int) (lost, dups int64) {
-	for _, c := range all {
-		c.mu.Lock()
-		for i := range messages {
-			n := 0
-			if i < len(c.got) {
-				n = int(c.got[i])
-			}
-			switch {
-			case n == 0:
-				lost++
-			case n > 1:
-				dups += int64(n - 1)
-			}
-		}
-		c.mu.Unlock()
-	}
-	return lost, dups
-}
+// roundMessages is how many messages a round at rate publishes.
+func roundMessages(cfg Config, rate float64) int { return max(1, int(cfg.Duration.Seconds()*rate)) }
 
 // measure connects n subscribers to t, publishes, and measures.
 func measure(ctx context.Context, cfg Config, t target, n int) (*Result, error) {
@@ -239,13 +195,16 @@ func measure(ctx context.Context, cfg Config, t target, n int) (*Result, error) 
 	if res.RSSBaseBytes, err = p.RSS(); err != nil {
 		return nil, err
 	}
-	messages := max(1, int(cfg.Duration.Seconds()*cfg.Rate))
-	res.Rounds = max(cfg.Rounds, 1)
-	rec := newRecorder(messages*res.Rounds, n)
+	rates := plan(cfg)
+	var sizes []int
+	for _, r := range rates {
+		sizes = append(sizes, roundMessages(cfg, r))
+	}
+	rec := newRecorder(sizes)
 	subs := make([]subscriber, n)
 	got := make([]*counts, n)
 	for i := range got {
-		got[i] = &counts{}
+		got[i] = rec.newCounts()
 	}
 	start := time.Now()
 	if err := connectAll(ctx, cfg, t, rec, subs, got); err != nil {
@@ -266,70 +225,51 @@ func measure(ctx context.Context, cfg Config, t target, n int) (*Result, error) 
 
 	res.LoadAvg[0] = benchkit.LoadAvg()
 	var pubLat []int64
-	for r := range res.Rounds {
-		rr, lat, err := round(ctx, cfg, t, rec, r*messages, messages, n)
+	first := 0
+	for r, rate := range rates {
+		rr, lat, err := round(ctx, cfg, t, rec, r, first, rate, n)
 		if err != nil {
 			return nil, fmt.Errorf("round %d: %w", r+1, err)
 		}
+		first += sizes[r]
 		res.PerRound = append(res.PerRound, rr)
 		pubLat = append(pubLat, lat...)
+		cfg.Log.Info("round", "rate", rate, "achieved", rr.Achieved, "p99_ms", rr.P99ms, "lost", rr.Lost, "pass", rr.Pass)
+		if len(cfg.Ramp) > 0 {
+			if !rr.Pass {
+				break // the ramp ends at the first failure
+			}
+			res.Capacity = rate
+		}
 	}
 	res.LoadAvg[1] = benchkit.LoadAvg()
 
 	closeAll(subs) // every handler has returned once this is done
-	res.Messages = len(pubLat)
-	res.Expected = int64(res.Messages) * int64(n)
-	res.Lost, res.Duplicates = tally(got, res.Messages)
 	for _, s := range subs {
 		res.Drops += s.drops()
 	}
-	res.Delivered = rec.delivered.Load()
+	res.Rounds = len(res.PerRound)
 	res.PublishP50ms = benchkit.Percentile(pubLat, 50)
-	var perCPU, p50, p99 []float64
+	var perCPU, p50, p99, ach, sc, sdc, gc, gdc []float64
+	res.Comparable = true
 	for _, rr := range res.PerRound {
+		res.Messages += rr.Messages
+		res.Expected += rr.Expected
+		res.Delivered += rr.Delivered
+		res.Lost += rr.Lost
+		res.Duplicates += rr.Duplicates
+		res.Late += rr.Late
 		res.ServerCPUSeconds += rr.ServerCPUSeconds
-		perCPU, p50, p99 = append(perCPU, rr.DeliveriesPerCPU), append(p50, rr.P50ms), append(p99, rr.P99ms)
 		res.Maxms = max(res.Maxms, rr.Maxms)
+		res.Comparable = res.Comparable && rr.Comparable
+		perCPU, p50, p99 = append(perCPU, rr.DeliveriesPerCPU), append(p50, rr.P50ms), append(p99, rr.P99ms)
+		ach, sc, sdc = append(ach, rr.Achieved), append(sc, rr.ServerCores), append(sdc, rr.ServerDrainCores)
+		gc, gdc = append(gc, rr.GenCores), append(gdc, rr.GenDrainCores)
 	}
 	res.DeliveriesPerCPU, res.P50ms, res.P99ms = median(perCPU), median(p50), median(p99)
+	res.Achieved, res.ServerCores, res.ServerDrainCores = median(ach), median(sc), median(sdc)
+	res.GenCores, res.GenDrainCores = median(gc), median(gdc)
 	return res, nil
-}
-
-// round publishes messages first.. first+messages-1 and waits for their
-// deliveries; it measures the server's CPU time over the round (drain
-// included) and the round's latencies.
-func round(ctx context.Context, cfg Config, t target, rec *recorder, first, messages, n int) (Round, []int64, error) {
-	var rr Round
-	cpu0, err := t.proc().CPUTime()
-	if err != nil {
-		return rr, nil, err
-	}
-	before := rec.delivered.Load()
-	pubLat, err := publishAll(ctx, cfg, t, first, messages)
-	if err != nil {
-		return rr, nil, err
-	}
-	want := before + int64(len(pubLat))*int64(n)
-	deadline := time.Now().Add(cfg.Drain)
-	for rec.delivered.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
-	cpu1, err := t.proc().CPUTime()
-	if err != nil {
-		return rr, nil, err
-	}
-	rr.Delivered = rec.delivered.Load() - before
-	rr.ServerCPUSeconds = (cpu1 - cpu0).Seconds()
-	if rr.ServerCPUSeconds > 0 {
-		rr.DeliveriesPerCPU = float64(rr.Delivered) / rr.ServerCPUSeconds
-	}
-	var lat []int64
-	for i := first; i < first+messages; i++ {
-		l := rec.lat[i]
-		lat = append(lat, l[:min(rec.latN[i].Load(), int64(len(l)))]...)
-	}
-	rr.P50ms, rr.P99ms, rr.Maxms = benchkit.Percentile(lat, 50), benchkit.Percentile(lat, 99), benchkit.Percentile(lat, 100)
-	return rr, pubLat, nil
 }
 
 // median is the middle value (the mean of the two middle ones for an even
@@ -387,126 +327,3 @@ func closeAll(subs []subscriber) {
 		}
 	}
 }
-
-// publishAll publishes messages at cfg.Rate, one after another, and
-// returns each publish call's latency (ns).
-func publishAll(ctx context.Context, cfg Config, t target, first, messages int) ([]int64, error) {
-	tick := time.NewTicker(time.Duration(float64(time.Second) / cfg.Rate))
-	defer tick.Stop()
-	lat := make([]int64, 0, messages)
-	for i := first; i < first+messages; i++ {
-		if i > first {
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		t0 := time.Now()
-		if err := t.publish(ctx, benchkit.Stamp(stampPrefix, i, cfg.TextBytes)); err != nil {
-			return nil, fmt.Errorf("publish %d: %w", i, err)
-		}
-		lat = append(lat, int64(time.Since(t0)))
-	}
-	return lat, nil
-}
-
-// parleyTarget is `parley serve` (SQLite, embedded NATS) with a seeded
-// workspace whose users are all in #general.
-type parleyTarget struct {
-	srv     *benchkit.Parley
-	seed    *benchkit.SeedFile
-	eng     *benchkit.RawEngine
-	wsURL   string
-	poster  *pclient.Client
-	channel string
-}
-
-func newParleyTarget(ctx context.Context, cfg Config, dir string, n int, eng *benchkit.RawEngine, hc *http.Client) (*parleyTarget, error) {
-	seed, err := benchkit.Seed(ctx, cfg.Parley, dir, "", n)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := benchkit.StartParley(ctx, cfg.Parley, dir, "")
-	if err != nil {
-		return nil, err
-	}
-	return &parleyTarget{
-		srv: srv, seed: seed, eng: eng,
-		wsURL:   "ws://" + strings.TrimPrefix(srv.URL, "http://") + "/api/v1/gateway",
-		poster:  pclient.New(srv.URL, pclient.WithToken(seed.Owner.Token), pclient.WithHTTPClient(hc), pclient.WithLogger(cfg.Log)),
-		channel: seed.Channels[0].ID, // #general: everyone is in it
-	}, nil
-}
-
-func (p *parleyTarget) proc() *benchkit.Proc { return p.srv.Proc }
-
-func (p *parleyTarget) connect(ctx context.Context, i int, onPayload func([]byte)) (subscriber, error) {
-	u := p.seed.Users[i]
-	c, err := p.eng.DialParley(ctx, p.wsURL, u.Token, p.seed.WorkspaceID, func(tail []byte) {
-		if bytes.HasPrefix(tail, messageCreated) { // not the unread summaries and the like
-			onPayload(tail)
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	return parleySub{c}, nil
-}
-
-func (p *parleyTarget) connected() { go p.eng.Heartbeats(p.eng.HeartbeatInterval() * 9 / 10) }
-
-func (p *parleyTarget) publish(ctx context.Context, text string) error {
-	_, err := p.poster.PostMessage(ctx, p.channel, parley.NewMessage{Text: text})
-	return err
-}
-
-func (p *parleyTarget) close() { p.srv.Stop() }
-
-var messageCreated = []byte(`,"t":"` + parley.EventMessageCreated + `"`)
-
-type parleySub struct{ c *benchkit.ParleyConn }
-
-func (s parleySub) close()                { s.c.Close() }
-func (s parleySub) done() <-chan struct{} { return s.c.Closed() }
-func (s parleySub) drops() int64          { return s.c.Drops() }
-
-// centrifugoTarget is Centrifugo with the benchmark's configuration.
-type centrifugoTarget struct {
-	srv   *centrifugo
-	eng   *benchkit.RawEngine
-	wsURL string
-}
-
-func newCentrifugoTarget(ctx context.Context, cfg Config, dir string, eng *benchkit.RawEngine, hc *http.Client) (*centrifugoTarget, error) {
-	if cfg.Centrifugo == "" {
-		return nil, errors.New("no centrifugo binary")
-	}
-	srv, err := startCentrifugo(ctx, cfg.Centrifugo, dir, hc)
-	if err != nil {
-		return nil, err
-	}
-	return &centrifugoTarget{srv: srv, eng: eng,
-		wsURL: "ws://" + strings.TrimPrefix(srv.url, "http://") + "/connection/websocket"}, nil
-}
-
-func (c *centrifugoTarget) proc() *benchkit.Proc { return c.srv.Proc }
-
-func (c *centrifugoTarget) connect(ctx context.Context, _ int, onPayload func([]byte)) (subscriber, error) {
-	conn, err := dialCentrifugo(ctx, c.eng, c.wsURL, onPayload)
-	if err != nil {
-		return nil, err
-	}
-	return conn, nil
-}
-
-func (c *centrifugoTarget) connected() {} // the server pings; the client answers (dialCentrifugo)
-
-func (c *centrifugoTarget) publish(ctx context.Context, text string) error {
-	return c.srv.publish(ctx, text)
-}
-
-func (c *centrifugoTarget) close() { c.srv.Stop() }
-
-func (c *cfConn) done() <-chan struct{} { return c.closed }
-func (c *cfConn) drops() int64          { return c.dropped.Load() }

@@ -34,6 +34,8 @@ func (o *loadtestOptions) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.ConnectRate, "connect-rate", 200, "sessions booted and connected per second")
 	fs.Float64Var(&c.Rate, "rate", 0, "messages/s (big-team-boot, reconnect-storm, hot-channel), joins/s (join-spike) or actions/s (steady); default by scenario: 5, 5, 100, 200, 50")
 	fs.IntVar(&c.Posters, "posters", 10, "users who post the messages")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", 256, "actions of one schedule running at once per process; an action due beyond it starts late (counted)")
+	fs.IntVar(&c.ServerPID, "server-pid", 0, "the server's process id on this machine: report its cores beside the load generator's")
 	fs.IntVar(&c.Watchers, "watchers", 0, "join-spike: members of the channel before the spike (default users/10, at most 50)")
 	fs.DurationVar(&c.Duration, "duration", 0, "length of the load phase (default 30s)")
 	fs.DurationVar(&c.StormAfter, "storm-after", 0, "reconnect-storm: time into the load phase when every socket drops (default min(5s, duration/3))")

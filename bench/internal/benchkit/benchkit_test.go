@@ -1,7 +1,9 @@
 package benchkit
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -41,22 +43,71 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-// The CPU time of /proc/<pid>/stat: fields 14 and 15 in clock ticks,
-// counted after the command name, which may hold spaces and parentheses.
-func TestParseStatCPU(t *testing.T) {
-	line := "1234 (my (odd) cmd) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 4 0 100 0 0"
-	d, err := parseStatCPU([]byte(line))
-	if err != nil || d != 3250*time.Millisecond {
-		t.Fatalf("cpu %v %v, want 3.25s", d, err)
-	}
-	if _, err := parseStatCPU([]byte("1234 (x) S 1 2")); err == nil {
-		t.Fatal("short stat accepted")
-	}
-	// This process's own readings are there and plausible.
+// This process's own readings are there and plausible.
+func TestOwnReadings(t *testing.T) {
 	if _, err := CPUTime(os.Getpid()); err != nil {
 		t.Fatal(err)
 	}
 	if rss, err := RSSBytes(os.Getpid()); err != nil || rss <= 0 {
 		t.Fatalf("rss %d %v", rss, err)
+	}
+}
+
+// Quantiles of the histogram land within its 3 % buckets of the truth.
+func TestHistQuantile(t *testing.T) {
+	var h Hist
+	if h.Quantile(99) != 0 {
+		t.Fatal("quantile of nothing")
+	}
+	for i := 1; i <= 1000; i++ {
+		h.Record(time.Duration(i) * time.Millisecond)
+	}
+	h.Record(-time.Second) // a clock step: counted as 0
+	for _, tc := range []struct{ p, want float64 }{{50, 500}, {99, 990}, {100, 1000}} {
+		got := h.Quantile(tc.p)
+		if got > tc.want || got < tc.want*0.97 {
+			t.Errorf("p%v = %v ms, want within 3 %% below %v", tc.p, got, tc.want)
+		}
+	}
+	if h.Count() != 1001 || h.Quantile(0) != 0 {
+		t.Fatalf("count %d, min %v", h.Count(), h.Quantile(0))
+	}
+	for us := range uint64(1 << 20) {
+		if b := histBucket(us); histLow(b) > us || (b+1 < histBuckets && histLow(b+1) <= us) {
+			t.Fatalf("%d µs in bucket %d [%d, %d)", us, b, histLow(b), histLow(b+1))
+		}
+	}
+}
+
+// A pinned server runs on the CPUs asked, under its own pid.
+func TestPinServers(t *testing.T) {
+	if _, err := exec.LookPath("taskset"); err != nil {
+		t.Skip("no taskset")
+	}
+	PinServers("0")
+	defer PinServers("")
+	p, err := StartProc(t.Context(), exec.Command("sleep", "30"), 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	// taskset execs sleep: poll until the pid's command is sleep.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.PID()))
+		if strings.TrimSpace(string(comm)) == "sleep" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d is %q, not sleep", p.PID(), comm)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(status), "Cpus_allowed_list:\t0\n") {
+		t.Fatalf("status:\n%s", status)
 	}
 }

@@ -6,7 +6,6 @@ package benchkit
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,9 +16,22 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"parley/internal/cpustat"
 )
+
+// serverCPUs is the CPU list (taskset -c syntax) every server started
+// from now on is pinned to; "" or nil: not pinned.
+var serverCPUs atomic.Pointer[string]
+
+// PinServers pins every server StartProc starts from now on to cpus (a
+// taskset -c list such as "1" or "2-3"; "" unpins). Pin the generator to
+// other CPUs with `taskset -c 0 <command>`: a child's affinity is set
+// afresh, so the two never share a core.
+func PinServers(cpus string) { serverCPUs.Store(&cpus) }
 
 // Proc is a server running as a child process.
 type Proc struct {
@@ -34,6 +46,15 @@ type Proc struct {
 // process has started (the caller polls for readiness). cmd's Stdout and
 // Stderr must be unset: standard error goes to p.Stderr.
 func StartProc(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, ready func(line string) bool) (*Proc, error) {
+	if cpus := serverCPUs.Load(); cpus != nil && *cpus != "" {
+		// taskset execs the server: the pid stays the server's.
+		ts, err := exec.LookPath("taskset")
+		if err != nil {
+			return nil, fmt.Errorf("pin the server to CPUs %s: %w", *cpus, err)
+		}
+		cmd.Args = append([]string{"taskset", "-c", *cpus, cmd.Path}, cmd.Args[1:]...)
+		cmd.Path = ts
+	}
 	p := &Proc{Cmd: cmd, Stderr: &TailBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.Stderr
 	stdout, err := cmd.StdoutPipe()
@@ -156,38 +177,9 @@ func FreePort() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on
-// every Linux architecture Go supports.
-const clockTicks = 100
-
 // CPUTime returns a process's user+system CPU time so far, from
 // /proc/<pid>/stat.
-func CPUTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(b)
-}
-
-func parseStatCPU(b []byte) (time.Duration, error) {
-	// The command name (field 2) may hold spaces: count from after it.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("unexpected /proc/<pid>/stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, errors.New("short /proc/<pid>/stat")
-	}
-	// f[0] is field 3 (state): utime is field 14, stime field 15.
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return time.Duration(ut+st) * time.Second / clockTicks, nil
-}
+func CPUTime(pid int) (time.Duration, error) { return cpustat.Process(pid) }
 
 // RSSBytes returns a process's resident set size (VmRSS).
 func RSSBytes(pid int) (int64, error) {

@@ -14,8 +14,13 @@ import (
 // which message it got and how long after its sending.
 
 // Stamp is message idx's text, sent now, padded to size bytes.
-func Stamp(prefix string, idx, size int) string {
-	s := fmt.Sprintf("%s|%d|%d|", prefix, idx, time.Now().UnixNano())
+func Stamp(prefix string, idx, size int) string { return StampAt(prefix, idx, time.Now(), size) }
+
+// StampAt is message idx's text stamped with at: an open-loop publisher
+// stamps the time the message was due, so that a receiver's latency
+// includes any wait before it was sent.
+func StampAt(prefix string, idx int, at time.Time, size int) string {
+	s := fmt.Sprintf("%s|%d|%d|", prefix, idx, at.UnixNano())
 	if len(s) < size {
 		s += strings.Repeat("x", size-len(s))
 	}
