@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"parley"
 	"runtime"
 	"strconv"
 	"sync"
@@ -172,7 +173,7 @@ func wsTextFrame(payload []byte) []byte {
 // like a gateway event, with the message object inside.
 func nullFrame(obj []byte) []byte {
 	var b bytes.Buffer
-	b.WriteString(`{"op":"event","t":"message.created","d":{"message":`)
+	fmt.Fprintf(&b, `{"op":%q,"t":%q,"d":{"message":`, parley.OpEvent, parley.EventMessageCreated)
 	b.Write(obj)
 	b.WriteString(`}}`)
 	return b.Bytes()
