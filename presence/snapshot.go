@@ -14,6 +14,7 @@ var _ parley.PresenceSnapshot = (*Tracker)(nil)
 // inside a write):
 //
 //   - a user with a session here that is online is active;
+//   - else a user set away by hand (known on every node) is not active;
 //   - else, on a node alone (no other live node), the user is not active:
 //     a user whose last session left is not active even during the grace
 //     that keeps their presence dot online for a reconnect;
@@ -38,7 +39,7 @@ func (t *Tracker) ActiveUsers(_ context.Context, userIDs []string) []string {
 			out = append(out, id)
 			continue
 		}
-		if alone { // this node knows every session there is
+		if _, away := t.manual[id]; away || alone { // away by hand is away everywhere; alone, this node knows every session
 			continue
 		}
 		if wu := t.watched[id]; wu == nil || !wu.synced || wu.status == stOnline {

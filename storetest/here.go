@@ -188,7 +188,7 @@ func testHereInThread(t *testing.T, h Harness) {
 	e.wantCounts(t, e.bob, e.ch, 1, 0)
 	// A named follower counts whether active or not; @everyone reaches all.
 	e.reply(t, e.alice, root, "@here and @"+e.dave.Handle)
-	e.reply(t, e.alice, root, "@everyone")
+	e.reply(t, e.alice, root, "@"+parley.MentionEveryone)
 	wantThread(t, "bob", e.threads(t, e.bob, false)[root.ID], true, 4, 3)
 	wantThread(t, "dave", e.threads(t, e.dave, false)[root.ID], true, 3, 2)
 	wantThread(t, "owner", e.threads(t, e.owner, false)[root.ID], true, 5, 1)
