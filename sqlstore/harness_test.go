@@ -45,6 +45,9 @@ func harness(d sqlstore.Dialect) storetest.Harness {
 			sideDBs.Store(parley.Store(s), side)
 			return s
 		},
+		SetPresence: func(tb testing.TB, s parley.Store, p parley.PresenceSnapshot) {
+			s.(*sqlstore.Store).SetPresence(p)
+		},
 		RowWrites: func(tb testing.TB, s parley.Store, table string) func() int64 {
 			tb.Helper()
 			db := side(tb, s)

@@ -45,7 +45,8 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		msg     *parley.Message
 		created bool
 	)
-	cfg := s.live() // once per write: a change applies from the next write
+	cfg := s.live()  // once per write: a change applies from the next write
+	here := s.here() // who @here reaches (here.go)
 	err := s.writeChannel(ctx, "post message", channelID, func(ctx context.Context, tx *Tx) error {
 		msg, created = nil, false // fn runs again when PostgreSQL retries
 		a, err := loadChannel(ctx, tx, actor, channelID)
@@ -123,12 +124,12 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		}
 		var mentioned []string
 		if ord.Valid {
-			if mentioned, err = tx.countPost(ctx, m, ord.Int64); err != nil {
+			if mentioned, err = tx.countPost(ctx, m, ord.Int64, here); err != nil {
 				return err
 			}
 		}
 		if root != nil && cfg.CollapsedThreads {
-			if mentioned, err = tx.threadReply(ctx, a.ch, root, m); err != nil {
+			if mentioned, err = tx.threadReply(ctx, a.ch, root, m, here); err != nil {
 				return err
 			}
 		}
@@ -369,7 +370,7 @@ func (s *Store) EditMessage(ctx context.Context, actor, messageID, text string) 
 			if err := tx.forgetMentions(ctx, m); err != nil {
 				return err
 			}
-			if _, err := tx.recordMentions(ctx, m); err != nil {
+			if _, err := tx.recordMentions(ctx, m, s.here()); err != nil {
 				return err
 			}
 		}

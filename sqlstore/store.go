@@ -20,6 +20,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"parley"
@@ -82,6 +83,8 @@ type Store struct {
 	liveCfg parley.LiveConfigSource
 	caps    parley.Caps // with defaults filled in (caps.go)
 	terms   termStats   // PostgreSQL's word frequencies for search plans (searchstats.go)
+	// presence answers who is active for @here (here.go); nil: everyone.
+	presence atomic.Pointer[presenceHolder]
 }
 
 var _ parley.Store = (*Store)(nil)

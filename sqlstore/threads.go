@@ -48,7 +48,7 @@ func errThreadsOff() error {
 
 // threadReply does a new reply's thread bookkeeping (collapsed threads
 // on) and returns the ids of the members it mentions.
-func (tx *Tx) threadReply(ctx context.Context, ch *parley.Channel, root *threadRoot, m *parley.Message) ([]string, error) {
+func (tx *Tx) threadReply(ctx context.Context, ch *parley.Channel, root *threadRoot, m *parley.Message, here hereFilter) ([]string, error) {
 	now := micros(tx.now)
 	// The thread: one more reply, the poster among the participants. The
 	// count is the root's (countReply, under the root's lock), which also
@@ -96,7 +96,8 @@ func (tx *Tx) threadReply(ctx context.Context, ch *parley.Channel, root *threadR
 		}
 	}
 	// Members it @mentions follow it (again, if they had unfollowed).
-	broadcast, handles := mentionsOf(m.Text)
+	ms := scopeOf(m.Text)
+	broadcast, handles := ms.all, ms.handles
 	var mentioned []string
 	if len(handles) > 0 {
 		n := padded(len(handles))
@@ -119,8 +120,17 @@ func (tx *Tx) threadReply(ctx context.Context, ch *parley.Channel, root *threadR
 			return nil, fmt.Errorf("mentioned members follow thread: %w", err)
 		}
 	}
+	// @here: the followers active now, besides those named.
+	if ms.here {
+		active, err := tx.activeFollowers(ctx, m, root.ID, here)
+		if err != nil {
+			return nil, err
+		}
+		mentioned = union(mentioned, active)
+	}
 	// Every other follower who can still see it: one more unread reply,
-	// and a mention for those it mentions (all of them for @channel).
+	// and a mention for those it mentions (all of them for @channel and
+	// @everyone).
 	mentionExpr := "0"
 	args := []any{m.WorkspaceID, root.ID, m.UserID, now}
 	switch {

@@ -28,14 +28,14 @@ import (
 //     messages_deleted_counted holds only deleted ones, so that last term
 //     costs a seek over the deletions after the marker, usually none.
 //   - mentions has a row per (member, counted message mentioning them):
-//     O(handles) rows for @handle, O(members) for @channel, @here and
-//     @everyone. mention_count is the member's rows after the marker; moving
+//     O(handles) rows for @handle, O(members) for @channel and @everyone,
+//     O(active members) for @here. mention_count is the member's rows after the marker; moving
 //     the marker deletes the rows it passes, leaving, deleting or editing
 //     the message drops them, so the table holds about the unread mentions.
 //
-// Gaps, on purpose for now: @here counts like @channel (the store does not
-// know who is online). With collapsed threads on, mentions in replies count
-// in the thread memberships instead (threads.go).
+// @here counts only the members active when the message is written
+// (here.go). With collapsed threads on, mentions in replies count in the
+// thread memberships instead (threads.go).
 
 // countsInChannel reports whether a new message counts in its channel's
 // unread and mention counts: top-level messages do; with collapsed threads
@@ -46,21 +46,6 @@ func countsInChannel(m *parley.Message, collapsed bool) bool {
 	return m.ThreadRootID == "" || !collapsed
 }
 
-// mentionsOf splits the mentions of text into whether it has a broadcast
-// (@channel, @here, @everyone) and the named handles, at most
-// maxMentionHandles of them.
-func mentionsOf(text string) (broadcast bool, handles []string) {
-	for _, h := range parley.Mentions(text) {
-		switch {
-		case parley.IsBroadcastMention(h):
-			broadcast = true
-		case len(handles) < maxMentionHandles:
-			handles = append(handles, h)
-		}
-	}
-	return broadcast, handles
-}
-
 // checkBroadcast refuses @channel, @here and @everyone from a non-admin in
 // a channel with more members than the live configuration's cap (0: no
 // cap), as large teams expect.
@@ -69,7 +54,7 @@ func checkBroadcast(a *channelAccess, text string, cfg parley.LiveConfig) error 
 	if limit <= 0 || a.ch.MemberCount <= int64(limit) || a.role.IsAdmin() {
 		return nil
 	}
-	if b, _ := mentionsOf(text); !b {
+	if !scopeOf(text).broadcast() {
 		return nil
 	}
 	return parley.Errorf(parley.EFORBIDDEN,
@@ -95,23 +80,27 @@ func (tx *Tx) numberMessage(ctx context.Context, workspaceID, channelID string) 
 // countPost does a new counted message's bookkeeping: the poster has read
 // the channel up to their own post, and its mentions are recorded. It
 // returns the ids of the members the message mentions.
-func (tx *Tx) countPost(ctx context.Context, m *parley.Message, ord int64) ([]string, error) {
+func (tx *Tx) countPost(ctx context.Context, m *parley.Message, ord int64, here hereFilter) ([]string, error) {
 	if _, err := tx.ExecContext(ctx,
 		`UPDATE channel_members SET last_read_seq = $1, read_ord = $2
 		 WHERE workspace_id = $3 AND channel_id = $4 AND user_id = $5 AND last_read_seq < $1`,
 		m.Seq, ord, m.WorkspaceID, m.ChannelID, m.UserID); err != nil {
 		return nil, fmt.Errorf("mark own post read: %w", err)
 	}
-	return tx.recordMentions(ctx, m)
+	return tx.recordMentions(ctx, m, here)
 }
 
 // recordMentions writes a mentions row for every member of the message's
-// channel that it mentions, its author excepted: everyone for @channel,
-// @here and @everyone, else the members whose handles it names. It returns
-// the ids of those members.
-func (tx *Tx) recordMentions(ctx context.Context, m *parley.Message) ([]string, error) {
-	broadcast, names := mentionsOf(m.Text)
-	if broadcast {
+// channel that it mentions, its author excepted: everyone for @channel and
+// @everyone, the active members (here) and the named ones for @here, else
+// the members whose handles it names. It returns the ids of those members.
+func (tx *Tx) recordMentions(ctx context.Context, m *parley.Message, here hereFilter) ([]string, error) {
+	ms := scopeOf(m.Text)
+	names := ms.handles
+	if ms.here {
+		return tx.recordHere(ctx, m, names, here)
+	}
+	if ms.all {
 		ids, err := queryIDs(ctx, tx,
 			`INSERT INTO mentions (workspace_id, user_id, channel_id, seq)
 			 SELECT workspace_id, user_id, channel_id, $4 FROM channel_members

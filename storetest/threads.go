@@ -53,6 +53,10 @@ type Harness struct {
 	RowWrites func(tb testing.TB, s parley.Store, table string) func() int64
 	// Rows returns how many rows table holds.
 	Rows func(tb testing.TB, s parley.Store, table string) int64
+	// SetPresence gives a store made by Open the source @here asks who is
+	// active (nil: none). Nil when the store cannot take one: the @here
+	// tests are then skipped.
+	SetPresence func(tb testing.TB, s parley.Store, p parley.PresenceSnapshot)
 }
 
 var harnessRegistry = map[string]func(t *testing.T, h Harness){}

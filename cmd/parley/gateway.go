@@ -10,7 +10,8 @@ import (
 // gatewayPath is where the WebSocket gateway is served on the API listener.
 const gatewayPath = "/api/v1/gateway"
 
-// openGateway starts the presence tracker and the WebSocket gateway, which
+// openGateway starts the presence tracker (which the store then asks who
+// @here reaches) and the WebSocket gateway, which
 // rootHandler mounts on the API listener. The gateway attaches the users
 // that message events reference (just-in-time users), resolved by the
 // query cache from memory.
@@ -22,6 +23,8 @@ func (n *node) openGateway() error {
 	if err != nil {
 		return fmt.Errorf("start presence: %w", err)
 	}
+	// @here reaches the members the tracker says are active (sqlstore/here.go).
+	n.store.SetPresence(n.presence)
 	n.gateway, err = gateway.New(gateway.Config{
 		Store:      n.store,
 		Bus:        n.bus,
