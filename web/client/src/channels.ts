@@ -143,10 +143,27 @@ export class Channels {
 				this.scheduleRead(m.channel_id, 500);
 			} else if (m.seq > c.last_read_seq && !counted) {
 				patch.unread_count = c.unread_count + 1;
-				if (mentions(m.text, self?.handle)) patch.mention_count = c.mention_count + 1;
+				// @here counts only for members the server found active: their
+				// mention event says so (hereMentioned).
+				if (mentions(m.text, self?.handle, false)) patch.mention_count = c.mention_count + 1;
 			}
 		}
 		if (Object.keys(patch).length) this.patch(m.channel_id, patch);
+	}
+
+	/**
+	 * A live mention event for a top-level message that names the user only
+	 * through @here: the server counted it because the user was active when
+	 * it was posted, so the badge counts it too (messageCreated leaves @here
+	 * to this, since the text alone cannot say who was active).
+	 */
+	hereMentioned(m: Message): void {
+		const s = this.core.store.s;
+		const c = s.channelsById[m.channel_id];
+		if (!c || m.thread_root_id || (s.self && m.user_id === s.self.id)) return;
+		if (mentions(m.text, s.self?.handle, false) || !mentions(m.text, s.self?.handle)) return;
+		if (this.looking(m.channel_id) || m.seq <= c.last_read_seq) return;
+		this.patch(m.channel_id, { mention_count: c.mention_count + 1 });
 	}
 
 	/** Create a channel; the user is its first member. */

@@ -166,7 +166,9 @@ export function eventHandlers(p: Parts): Record<string, EventHandler> {
 			if (d.thread) p.threads.apply(d.thread, 'unfollowed');
 		},
 		mention: ({ d, source }) => {
-			if (d.message && source === 'live') p.notifier.maybeNotify(d.message, true);
+			if (!d.message || source !== 'live') return;
+			p.channels.hereMentioned(d.message);
+			p.notifier.maybeNotify(d.message, true);
 		},
 	} satisfies Partial<Record<EventType, EventHandler>>;
 }

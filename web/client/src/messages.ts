@@ -6,12 +6,12 @@ import { BROADCAST_MENTIONS, type Message, type Reaction } from './types';
 import type { LocalMessage } from './state';
 
 /** Whether text mentions the handle (or everyone via @channel / @here / @everyone). */
-export function mentions(text: string, handle: string | undefined): boolean {
+export function mentions(text: string, handle: string | undefined, here = true): boolean {
 	const re = /(^|[^\w@.-])@([a-z0-9._-]{2,32})/gi;
 	let m: RegExpExecArray | null;
 	while ((m = re.exec(text))) {
 		const h = m[2].toLowerCase().replace(/[.]+$/, '');
-		if (BROADCAST_MENTIONS.includes(h)) return true;
+		if (BROADCAST_MENTIONS.includes(h) && (here || h !== 'here')) return true;
 		if (handle && h === handle.toLowerCase()) return true;
 	}
 	return false;

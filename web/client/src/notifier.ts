@@ -24,7 +24,7 @@ export class Notifier {
 		if (!self || m.user_id === self.id || this.notified.has(m.id)) return;
 		const c = s.channelsById[m.channel_id];
 		const dm = c?.kind === 'dm' || c?.kind === 'group_dm';
-		const mention = mentioned || mentions(m.text, self.handle);
+		const mention = mentioned || mentions(m.text, self.handle, false);
 		if (!dm && !mention) return;
 		const looking = this.channels.looking(m.channel_id) && (!m.thread_root_id || s.activeThreadId === m.thread_root_id);
 		if (looking) return;

@@ -107,6 +107,25 @@ describe('Session.applyEvent', () => {
 		expect(s.state.messages.C1.messages.map((m) => m.id)).toEqual(['M1', 'M5']);
 	});
 
+	it('counts @here only when the server says the user was active (its mention event)', () => {
+		const s = session();
+		const here = msg({ id: 'M4', seq: 4, text: 'deploy in 5 @here' });
+		s.applyEvent(ev('message.created', { channel_id: 'C1', seq: 4, message: here }));
+		expect([s.state.channelsById.C1.unread_count, s.state.channelsById.C1.mention_count]).toEqual([1, 0]);
+		s.applyEvent(ev('mention', { channel_id: 'C1', message: here }));
+		expect(s.state.channelsById.C1.mention_count).toBe(1);
+		// @channel and a named mention count from the message itself; their
+		// mention event adds nothing.
+		const all = msg({ id: 'M5', seq: 5, text: '@channel and @here' });
+		s.applyEvent(ev('message.created', { channel_id: 'C1', seq: 5, message: all }));
+		s.applyEvent(ev('mention', { channel_id: 'C1', message: all }));
+		expect(s.state.channelsById.C1.mention_count).toBe(2);
+		// An @here already read is not counted again.
+		s.applyEvent(ev('channel.read', { channel_id: 'C1', last_read_seq: 5 }));
+		s.applyEvent(ev('mention', { channel_id: 'C1', message: here }));
+		expect(s.state.channelsById.C1.mention_count).toBe(0);
+	});
+
 	it("tracks presence and typing, and a message clears its author's typing", () => {
 		const s = session();
 		s.applyEvent(ev('presence.changed', { user_id: 'U2', presence: 'away' }));
