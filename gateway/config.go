@@ -47,6 +47,7 @@ type Rate = parley.Rate
 const (
 	DefaultSendQueue               = 256
 	DefaultReplayMax               = 1000
+	DefaultFillConcurrency         = 8
 	DefaultReplayTTL               = 2 * time.Minute
 	DefaultResumeWindow            = 2 * time.Minute
 	DefaultHeartbeatInterval       = 30 * time.Second
@@ -166,6 +167,11 @@ type Config struct {
 	// write buffer before the session stops writing and lets its queue
 	// fill (default 256 KiB).
 	WriteHighWater int
+	// FillConcurrency bounds the catch-up reads of channel logs this node
+	// runs at once for sessions that fell behind its stream (default
+	// DefaultFillConcurrency). Sessions waiting for a read hold no
+	// goroutine, and all sessions behind on one channel share its read.
+	FillConcurrency int
 	// CloseGrace is how long a closing socket waits for the client's close
 	// frame before it is cut (default 1 s).
 	CloseGrace time.Duration
@@ -185,6 +191,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.SendQueue <= 0 {
 		c.SendQueue = DefaultSendQueue
+	}
+	if c.FillConcurrency <= 0 {
+		c.FillConcurrency = DefaultFillConcurrency
 	}
 	if c.ReplayMax <= 0 {
 		c.ReplayMax = DefaultReplayMax

@@ -167,20 +167,34 @@ func (g *Gateway) watchPresence(s *session, ids []string) {
 		return
 	}
 	s.setWatch(ids, g.presence.Watch(ids, g.guardPresence(s, func(userID, status string) {
-		if !s.presenceChanged(userID, status) {
-			return
-		}
 		data, _ := json.Marshal(struct {
 			UserID   string `json:"user_id"`
 			Presence string `json:"presence"`
 		}{userID, status})
 		e := &event{typ: parley.EventPresenceChanged, ephemeral: true, tail: encodeTail(parley.EventPresenceChanged, data), recv: g.now()}
+		// Recorded as sent on the partition, with the enqueue that says
+		// whether it was: a change dropped while the session is detached
+		// must not count as what the client shows.
 		s.p.postAsync(func() {
-			if !s.removed {
-				s.p.enqueue(s, e)
+			if s.removed || !s.presenceChanged(userID, status) {
+				return
+			}
+			if !s.p.enqueue(s, e) {
+				s.presenceDropped(userID)
 			}
 		})
 	})))
+}
+
+// refreshPresence watches the session's users afresh after a resume if a
+// change of theirs was dropped while it was away: the watch reports their
+// current statuses, and those that differ from what the session was last
+// sent go out. It runs on the connection's goroutine, before any
+// presence_sub of the new socket.
+func (g *Gateway) refreshPresence(s *session) {
+	if stale, ids := s.takePresenceStale(); stale && len(ids) > 0 {
+		g.watchPresence(s, ids)
+	}
 }
 
 // write sends a frame that is not an event (hello, ready, acks).

@@ -176,6 +176,7 @@ func (c *conn) resume(f *inFrame) {
 		c.identified.Store(true)
 		c.timer.Stop()
 		g.metrics.resumes.WithLabelValues("ok").Inc()
+		g.refreshPresence(s)
 	case resumeBadSeq:
 		g.metrics.resumes.WithLabelValues("invalid_seq").Inc()
 		c.closeWith(parley.CloseInvalidSeq, "resume seq is ahead of the session")

@@ -21,6 +21,8 @@ type metrics struct {
 	droppedEphemeral prometheus.Counter
 	slowCloses       prometheus.Counter
 	sessionFills     prometheus.Counter
+	fillReads        prometheus.Counter
+	fillsInFlight    prometheus.Gauge
 	typingDropped    prometheus.Counter
 	presenceHidden   prometheus.Counter
 	floodCloses      prometheus.Counter
@@ -56,7 +58,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		slowCloses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_gateway_slow_consumer_closes_total", Help: "Connections closed 4009 because their send queue was full."}),
 		sessionFills: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "parley_gateway_session_catchups_total", Help: "Reads of a channel log to bring one session up to the node's stream."}),
+			Name: "parley_gateway_session_catchups_total", Help: "Sessions brought up to the node's stream of a channel from its log; several share one read."}),
+		fillReads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_catchup_reads_total", Help: "Reads of a channel log for session catch-ups, each shared by every session waiting for that channel."}),
+		fillsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_gateway_catchup_reads_in_flight", Help: "Catch-up reads of a channel log running now; at most Config.FillConcurrency."}),
 		typingDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_gateway_typing_dropped_total", Help: "Typing ops dropped by the per-user, per-channel throttle, for non-members, or for ids over 64 bytes."}),
 		presenceHidden: prometheus.NewCounter(prometheus.CounterOpts{
@@ -86,7 +92,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.panics = promutil.Panics(reg)
 	if reg != nil {
 		reg.MustRegister(m.connections, m.sessions, m.subscriptions, m.identifies, m.resumes, m.closes, m.handovers,
-			m.deliveries, m.droppedEphemeral, m.slowCloses, m.sessionFills, m.typingDropped, m.presenceHidden, m.floodCloses, m.admissionWaiting, m.admissionWait, m.admissionRejected, m.fanout, m.queueDepth)
+			m.deliveries, m.droppedEphemeral, m.slowCloses, m.sessionFills, m.fillReads, m.fillsInFlight, m.typingDropped, m.presenceHidden, m.floodCloses, m.admissionWaiting, m.admissionWait, m.admissionRejected, m.fanout, m.queueDepth)
 	}
 	return m
 }

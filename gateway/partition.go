@@ -287,16 +287,16 @@ func (p *partition) deliverTo(s *session, e *event, kind parley.TopicKind) {
 	}
 }
 
-// enqueue gives e the session's next s and queues it. Ephemeral events are
-// dropped, without an s, when the session is detached or its queue is half
-// full. A connected session whose queue is full is cut with 4009; it stays
-// resumable and keeps queueing.
-func (p *partition) enqueue(s *session, e *event) {
+// enqueue gives e the session's next s and queues it, and reports whether
+// it did. Ephemeral events are dropped, without an s, when the session is
+// detached or its queue is half full. A connected session whose queue is
+// full is cut with 4009; it stays resumable and keeps queueing.
+func (p *partition) enqueue(s *session, e *event) bool {
 	p.cur = s
 	queued := int(s.lastS - s.sentS)
 	if e.ephemeral && (s.c == nil || queued >= p.env.sendQueue/2) {
 		p.dropped++
-		return
+		return false
 	}
 	if s.c != nil && queued >= p.env.sendQueue {
 		p.env.metrics.slowCloses.Inc()
@@ -308,7 +308,7 @@ func (p *partition) enqueue(s *session, e *event) {
 		if s.ring.first > s.sentS {
 			// The oldest entry was never sent: no resume can replay it.
 			p.kill(s, 0, "")
-			return
+			return false
 		}
 		s.ring.pop()
 	}
@@ -317,6 +317,7 @@ func (p *partition) enqueue(s *session, e *event) {
 	s.ring.push(s.lastS, entry{ev: e, at: p.now})
 	p.delivered++
 	p.markDirty(s)
+	return true
 }
 
 func (p *partition) markDirty(s *session) {

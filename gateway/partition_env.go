@@ -1,14 +1,11 @@
 package gateway
 
 import (
-	"context"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"parley"
 )
 
 // partitionEnv is all a partition reaches outside itself: a few settings,
@@ -36,9 +33,8 @@ type partitionEnv struct {
 	forget             func(*session) // take a removed session out of the registry
 	presenceConnect    func(*session)
 	presenceDisconnect func(*session)
-	readLog            func(ctx context.Context, channelID string, after int64, limit int) ([]parley.Event, error)
-	prepare            func(evs []parley.Event, recv time.Time) []*event // encode a catch-up read (jit.go)
-	knownUsers         func(*session) []string                           // for a handover (jit.go)
+	fills              *fillPool               // catch-up reads (fills.go)
+	knownUsers         func(*session) []string // for a handover (jit.go)
 	logPanic           func(where string, v any, attrs ...any)
 }
 
@@ -62,8 +58,7 @@ func (g *Gateway) partitionEnv() *partitionEnv {
 		forget:             g.registry.remove,
 		presenceConnect:    g.presenceConnect,
 		presenceDisconnect: g.presenceDisconnect,
-		readLog:            g.store.ChannelLog,
-		prepare:            g.prepare,
+		fills:              newFillPool(g.cfg.FillConcurrency, g),
 		knownUsers:         g.knownUserIDs,
 		logPanic:           g.logPanic,
 	}

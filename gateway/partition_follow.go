@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -73,29 +72,17 @@ func (p *partition) leaveAfter(s *session, channelID string, seq int64) {
 	cp.until = seq
 }
 
-// startFill reads the channel's log after the session's position, off the
-// partition goroutine; fillDone delivers what it found.
+// startFill asks the node's fill pool (fills.go) for the channel's log
+// after the session's position; fillDone delivers what it found. Nothing
+// of the channel is given to the session meanwhile.
 func (p *partition) startFill(s *session, channelID string) {
 	cp, ok := s.chans[channelID]
 	if !ok || cp.catching {
 		return
 	}
 	cp.catching = true
-	after := cp.last
 	p.env.metrics.sessionFills.Inc()
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				p.env.logPanic(panicFill, v, "session_id", s.id, "channel_id", channelID)
-				p.post(func() { p.fillPanicked(s, channelID) })
-			}
-		}()
-		ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
-		evs, err := p.env.readLog(ctx, channelID, after, fillLimit)
-		cancel()
-		es := p.env.prepare(evs, p.env.now())
-		p.post(func() { p.fillDone(s, channelID, es, err) })
-	}()
+	p.env.fills.request(p, s, channelID, cp.last)
 }
 
 // errFillPanicked is the failure of a catch-up read that panicked.

@@ -19,11 +19,15 @@ type session struct {
 	tokenHash   string
 	p           *partition
 
-	mu           sync.Mutex // guards the fields up to the blank line
-	watchCancel  func()     // the presence watch of presence_sub
-	watched      []string   // the users of that watch
-	focus        []string   // the channels on screen
-	presenceSeen map[string]string
+	mu           sync.Mutex        // guards the fields up to the blank line
+	watchCancel  func()            // the presence watch of presence_sub
+	watched      []string          // the users of that watch
+	focus        []string          // the channels on screen
+	presenceSeen map[string]string // the status last queued to it, per watched user
+	// presenceStale: a presence change was dropped (session detached or
+	// its queue half full), so presenceSeen lacks it; a resume watches
+	// afresh to send the current statuses.
+	presenceStale bool
 
 	c          sink   // the attached socket; nil while detached
 	ring       ring   // replay buffer; the part after sentS is the send queue
@@ -94,6 +98,27 @@ func (s *session) presenceChanged(userID, status string) bool {
 	}
 	s.presenceSeen[userID] = status
 	return true
+}
+
+// presenceDropped forgets the status last sent for a user whose change
+// was not queued: the session still shows the older one, so the next
+// report of the user's status (a change, or the fresh watch of a resume)
+// must be sent.
+func (s *session) presenceDropped(userID string) {
+	s.mu.Lock()
+	delete(s.presenceSeen, userID)
+	s.presenceStale = true
+	s.mu.Unlock()
+}
+
+// takePresenceStale reports whether presence was dropped since the last
+// call, and the users then watched.
+func (s *session) takePresenceStale() (bool, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stale := s.presenceStale
+	s.presenceStale = false
+	return stale, s.watched
 }
 
 func (s *session) setFocus(ids []string) {
