@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"parley/internal/promutil"
 	"slices"
 	"sync"
 	"time"
@@ -91,9 +92,8 @@ func newJITUsers(dir UserDirectory, log *slog.Logger, reg prometheus.Registerer)
 			Name: "parley_gateway_jit_lookup_errors_total",
 			Help: "Failed user lookups for just-in-time users (the events went out without them)."}),
 	}
-	if reg != nil {
-		reg.MustRegister(j.attached, j.lookupErrors)
-	}
+	j.attached = promutil.Register(reg, j.attached)
+	j.lookupErrors = promutil.Register(reg, j.lookupErrors)
 	return j
 }
 

@@ -90,10 +90,27 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	m.panics = promutil.Panics(reg)
-	if reg != nil {
-		reg.MustRegister(m.connections, m.sessions, m.subscriptions, m.identifies, m.resumes, m.closes, m.handovers,
-			m.deliveries, m.droppedEphemeral, m.slowCloses, m.sessionFills, m.fillReads, m.fillsInFlight, m.typingDropped, m.presenceHidden, m.floodCloses, m.admissionWaiting, m.admissionWait, m.admissionRejected, m.fanout, m.queueDepth)
-	}
+	m.connections = promutil.Register(reg, m.connections)
+	m.sessions = promutil.Register(reg, m.sessions)
+	m.subscriptions = promutil.Register(reg, m.subscriptions)
+	m.identifies = promutil.Register(reg, m.identifies)
+	m.resumes = promutil.Register(reg, m.resumes)
+	m.closes = promutil.Register(reg, m.closes)
+	m.handovers = promutil.Register(reg, m.handovers)
+	m.deliveries = promutil.Register(reg, m.deliveries)
+	m.droppedEphemeral = promutil.Register(reg, m.droppedEphemeral)
+	m.slowCloses = promutil.Register(reg, m.slowCloses)
+	m.sessionFills = promutil.Register(reg, m.sessionFills)
+	m.fillReads = promutil.Register(reg, m.fillReads)
+	m.fillsInFlight = promutil.Register(reg, m.fillsInFlight)
+	m.typingDropped = promutil.Register(reg, m.typingDropped)
+	m.presenceHidden = promutil.Register(reg, m.presenceHidden)
+	m.floodCloses = promutil.Register(reg, m.floodCloses)
+	m.admissionWaiting = promutil.Register(reg, m.admissionWaiting)
+	m.admissionWait = promutil.Register(reg, m.admissionWait)
+	m.admissionRejected = promutil.Register(reg, m.admissionRejected)
+	m.fanout = promutil.Register(reg, m.fanout)
+	m.queueDepth = promutil.Register(reg, m.queueDepth)
 	return m
 }
 

@@ -2,6 +2,7 @@ package liveconfig
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"parley/internal/promutil"
 
 	"parley"
 )
@@ -24,9 +25,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		mentionCap: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "parley_config_channel_mention_max_members", Help: "Member count above which @channel needs an admin (0: no cap)."}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.updates, m.reloadErrors, m.collapsedThreads, m.mentionCap)
-	}
+	m.updates = promutil.Register(reg, m.updates)
+	m.reloadErrors = promutil.Register(reg, m.reloadErrors)
+	m.collapsedThreads = promutil.Register(reg, m.collapsedThreads)
+	m.mentionCap = promutil.Register(reg, m.mentionCap)
 	return m
 }
 

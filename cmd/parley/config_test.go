@@ -272,6 +272,7 @@ func TestDoorAndCapFlags(t *testing.T) {
 	o, err := parse(t, []string{"--ws-frame-rate", "600", "--identify-queue", "-1"}, map[string]string{
 		"PARLEY_WS_FRAME_BURST":            "50",
 		"PARLEY_MAX_IDENTIFIES":            "16",
+		"PARLEY_FILL_CONCURRENCY":          "3",
 		"PARLEY_IDENTIFY_QUEUE_WAIT":       "250ms",
 		"PARLEY_CAP_PINS_PER_CHANNEL":      "3",
 		"PARLEY_CAP_INVITES_PER_WORKSPACE": "7",
@@ -280,7 +281,7 @@ func TestDoorAndCapFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.WSFrameRate != 600 || o.WSFrameBurst != 50 || o.MaxIdentifies != 16 || o.IdentifyQueue != -1 ||
-		o.IdentifyQueueWait != 250*time.Millisecond || o.Caps != (parley.Caps{PinsPerChannel: 3, InvitesPerWorkspace: 7}) {
+		o.IdentifyQueueWait != 250*time.Millisecond || o.FillConcurrency != 3 || o.Caps != (parley.Caps{PinsPerChannel: 3, InvitesPerWorkspace: 7}) {
 		t.Fatalf("from flags and env: %+v", o.limitOptions)
 	}
 	for _, args := range [][]string{{"--cap-reactions-per-message", "-1"}, {"--max-identifies", "-5"}, {"--ws-frame-burst", "-1"}} {

@@ -41,6 +41,7 @@ func (n *node) openGateway() error {
 		MaxConcurrentIdentifies: n.opts.MaxIdentifies,
 		IdentifyQueue:           n.opts.IdentifyQueue,
 		IdentifyQueueWait:       n.opts.IdentifyQueueWait,
+		FillConcurrency:         n.opts.FillConcurrency,
 	})
 	if err != nil {
 		return fmt.Errorf("start gateway: %w", err)

@@ -26,6 +26,7 @@ type limitOptions struct {
 	MaxIdentifies     int           // --max-identifies: identifies and resumes in progress
 	IdentifyQueue     int           // --identify-queue: identifies waiting for a slot; negative: no queue
 	IdentifyQueueWait time.Duration // --identify-queue-wait
+	FillConcurrency   int           // --fill-concurrency: catch-up reads of channel logs at once
 
 	Caps parley.Caps // --cap-*: the store's caps; 0: the default
 
@@ -79,6 +80,7 @@ func (o *limitOptions) registerLimits(fs *pflag.FlagSet) {
 	fs.IntVar(&o.WSFrameBurst, "ws-frame-burst", 0, "burst of --ws-frame-rate (default 200)")
 	fs.IntVar(&o.MaxIdentifies, "max-identifies", 0, "identifies and resumes in progress on this node before others wait in the admission queue (default 64)")
 	fs.IntVar(&o.IdentifyQueue, "identify-queue", 0, "identifies and resumes that may wait for an admission slot (default 512; negative: none, fail fast)")
+	fs.IntVar(&o.FillConcurrency, "fill-concurrency", 0, "store reads this node runs at once to bring sessions that fell behind a channel back up to its stream; sessions behind the same channel share one read (default 8)")
 	fs.DurationVar(&o.IdentifyQueueWait, "identify-queue-wait", 0, "longest an identify or resume waits for an admission slot (default 1s; negative: no queue)")
 
 	c := &o.Caps
@@ -117,6 +119,7 @@ func (o *limitOptions) validateLimits() error {
 		{"cap-invites-per-workspace", o.Caps.InvitesPerWorkspace},
 		{"ws-frame-burst", o.WSFrameBurst},
 		{"max-identifies", o.MaxIdentifies},
+		{"fill-concurrency", o.FillConcurrency},
 	} {
 		if c.v < 0 {
 			return fmt.Errorf("--%s must not be negative (0 is the default)", c.flag)
