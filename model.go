@@ -130,10 +130,15 @@ type Reaction struct {
 	Me    bool   `json:"me"`
 }
 
-// Message is a post in a channel or a reply in a thread.
+// Message is a post in a channel or a reply in a thread. Its JSON is
+// PROTOCOL's message shape plus client_msg_id and pinned: WorkspaceID is
+// the store's, never on the wire (a client knows the workspace it asked
+// about), and fields that are absent, false or empty (edited_at,
+// thread_root_id, last_reply_at, pinned, reactions) are left out: every
+// event frame carries them, and clients read a missing one as its zero.
 type Message struct {
 	ID           string     `json:"id"`
-	WorkspaceID  string     `json:"workspace_id"`
+	WorkspaceID  string     `json:"-"`
 	ChannelID    string     `json:"channel_id"`
 	Seq          int64      `json:"seq"` // the channel seq of its message.created event
 	UserID       string     `json:"user_id"`
@@ -144,8 +149,8 @@ type Message struct {
 	ThreadRootID string     `json:"thread_root_id,omitempty"`
 	ReplyCount   int        `json:"reply_count"`
 	LastReplyAt  *time.Time `json:"last_reply_at,omitempty"`
-	Pinned       bool       `json:"pinned"`
-	Reactions    []Reaction `json:"reactions"`
+	Pinned       bool       `json:"pinned,omitempty"`
+	Reactions    []Reaction `json:"reactions,omitempty"`
 }
 
 // ReadState is a user's read marker in a channel.
