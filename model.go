@@ -133,9 +133,8 @@ type Reaction struct {
 // Message is a post in a channel or a reply in a thread. Its JSON is
 // PROTOCOL's message shape plus client_msg_id and pinned: WorkspaceID is
 // the store's, never on the wire (a client knows the workspace it asked
-// about), and fields that are absent, false or empty (edited_at,
-// thread_root_id, last_reply_at, pinned, reactions) are left out: every
-// event frame carries them, and clients read a missing one as its zero.
+// about). Event frames also leave out pinned and reactions when false and
+// empty (gateway/event.go).
 type Message struct {
 	ID           string     `json:"id"`
 	WorkspaceID  string     `json:"-"`
@@ -149,8 +148,8 @@ type Message struct {
 	ThreadRootID string     `json:"thread_root_id,omitempty"`
 	ReplyCount   int        `json:"reply_count"`
 	LastReplyAt  *time.Time `json:"last_reply_at,omitempty"`
-	Pinned       bool       `json:"pinned,omitempty"`
-	Reactions    []Reaction `json:"reactions,omitempty"`
+	Pinned       bool       `json:"pinned"`
+	Reactions    []Reaction `json:"reactions"`
 }
 
 // ReadState is a user's read marker in a channel.

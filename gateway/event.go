@@ -65,6 +65,10 @@ func newEvent(ev parley.Event, recv time.Time) *event {
 			}
 		}
 	case parley.EventMessageCreated, parley.EventMessageUpdated:
+		// An unpinned message without reactions (most) goes out without
+		// the two fields; a client reads them missing as false and [].
+		// Quotes in strings are escaped, so this matches only the fields.
+		e.tail = bytes.Replace(e.tail, []byte(`,"pinned":false,"reactions":[]}`), []byte(`}`), 1)
 		e.splitClientMsgID(ev.Data)
 	}
 	return e
