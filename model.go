@@ -130,10 +130,14 @@ type Reaction struct {
 	Me    bool   `json:"me"`
 }
 
-// Message is a post in a channel or a reply in a thread.
+// Message is a post in a channel or a reply in a thread. Its JSON is
+// PROTOCOL's message shape plus client_msg_id and pinned: WorkspaceID is
+// the store's, never on the wire (a client knows the workspace it asked
+// about). Event frames also leave out pinned and reactions when false and
+// empty (gateway/event.go).
 type Message struct {
 	ID           string     `json:"id"`
-	WorkspaceID  string     `json:"workspace_id"`
+	WorkspaceID  string     `json:"-"`
 	ChannelID    string     `json:"channel_id"`
 	Seq          int64      `json:"seq"` // the channel seq of its message.created event
 	UserID       string     `json:"user_id"`

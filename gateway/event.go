@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -19,6 +20,13 @@ type event struct {
 	tail        []byte // `,"t":…,"d":…}`: everything after the session's s
 	recv        time.Time
 	users       []userRef // message events: the users it references (jit.go)
+
+	// Message events: tail is what every session gets, without the
+	// message's client_msg_id, which only the author's own sessions read
+	// (to match the copy they show as pending); ownTail, when not nil, is
+	// the frame tail with it, for the sessions of author.
+	author  string
+	ownTail []byte
 
 	// Decoded from d for the events that change what a session follows.
 	userID    string             // member.*, channel.created (creator), typing.started
@@ -56,6 +64,55 @@ func newEvent(ev parley.Event, recv time.Time) *event {
 				e.kind = d.Channel.Kind
 			}
 		}
+	case parley.EventMessageCreated, parley.EventMessageUpdated:
+		// An unpinned message without reactions (most) goes out without
+		// the two fields; a client reads them missing as false and [].
+		// Quotes in strings are escaped, so this matches only the fields.
+		e.tail = bytes.Replace(e.tail, []byte(`,"pinned":false,"reactions":[]}`), []byte(`}`), 1)
+		e.splitClientMsgID(ev.Data)
 	}
 	return e
+}
+
+// splitClientMsgID takes d.message.client_msg_id out of the shared tail and
+// keeps the full tail for the author's sessions. The stored d is written by
+// encoding/json (sqlstore), so the field is found as that encoder writes
+// it; a d written otherwise (a re-encoded row) is left whole, which costs
+// bytes but is still correct.
+func (e *event) splitClientMsgID(data json.RawMessage) {
+	var d struct {
+		Message *struct {
+			UserID      string `json:"user_id"`
+			ClientMsgID string `json:"client_msg_id"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(data, &d) != nil || d.Message == nil || d.Message.ClientMsgID == "" {
+		return
+	}
+	v, err := json.Marshal(d.Message.ClientMsgID)
+	if err != nil {
+		return
+	}
+	field := make([]byte, 0, len(`"client_msg_id":,`)+len(v))
+	field = append(append(append(field, `"client_msg_id":`...), v...), ',')
+	// An unescaped quote cannot occur inside a JSON string, so the field
+	// is found only where it is a key.
+	i := bytes.Index(e.tail, field)
+	if i < 0 {
+		return
+	}
+	shared := make([]byte, 0, len(e.tail)-len(field))
+	shared = append(append(shared, e.tail[:i]...), e.tail[i+len(field):]...)
+	e.author, e.ownTail, e.tail = d.Message.UserID, e.tail, shared
+}
+
+// forSession is e as session s gets it before just-in-time users: with the
+// message's client_msg_id for the author's sessions.
+func (e *event) forSession(s *session) *event {
+	if e.ownTail == nil || e.author != s.userID {
+		return e
+	}
+	v := *e
+	v.tail, v.ownTail = e.ownTail, nil
+	return &v
 }

@@ -100,8 +100,10 @@ func (p *partition) handOver(s *session, req handoverRequest) handoverReply {
 
 // withUsers returns e as session s must get it: e itself when s has been
 // sent every user e references (no allocation), else a variant carrying the
-// missing users, which s is then deemed to have.
+// missing users, which s is then deemed to have. The author's own sessions
+// get the variant with the message's client_msg_id (event.forSession).
 func (p *partition) withUsers(s *session, e *event) *event {
+	e = e.forSession(s)
 	if len(e.users) == 0 {
 		return e
 	}
