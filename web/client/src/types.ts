@@ -151,7 +151,8 @@ export interface Reaction {
 
 export interface Message {
 	id: string;
-	workspace_id: string;
+	/** Not on the wire any more (the session knows its workspace); old log entries may still carry it. */
+	workspace_id?: string;
 	channel_id: string;
 	/** The channel seq of its message.created event. */
 	seq: number;
@@ -163,8 +164,10 @@ export interface Message {
 	thread_root_id?: string;
 	reply_count: number;
 	last_reply_at?: Time;
-	pinned: boolean;
-	reactions: Reaction[];
+	/** Event frames leave it out when false. */
+	pinned?: boolean;
+	/** Event frames leave it out when empty. */
+	reactions?: Reaction[];
 }
 
 export interface ReadState {
