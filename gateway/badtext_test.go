@@ -22,6 +22,10 @@ func TestTypingBadThreadID(t *testing.T) {
 	e.addMembers(a, ch, b)
 	ca, _ := e.identify(a, ws)
 	cb, _ := e.identify(b, ws)
+	// Typing is ephemeral: b must be following the channel before it is
+	// sent, or a loaded machine loses it. A message b receives says so.
+	e.post(a, ch, "sync")
+	cb.waitEvents(parley.EventMessageCreated, 1)
 
 	ca.send(map[string]any{"op": "typing", "channel_id": ch.ID, "thread_root_id": "M1\x00x"})
 	// Not charged to the limiter: the next typing goes through.
