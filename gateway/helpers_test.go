@@ -98,24 +98,12 @@ func newEnvWith(t testing.TB, mutate func(*Config), server func(*http.Server)) *
 	return e
 }
 
-// node starts another gateway (another node) on the same store and bus.
+// node starts another gateway (another node) on the same store and bus. It
+// subscribes topic by topic (the first node uses muxes), so that both ways
+// are tested.
 func (e *env) node(nodeID string) *env {
 	e.t.Helper()
-	n := &env{t: e.t, store: e.store, bus: e.bus, reg: prometheus.NewRegistry()}
-	var err error
-	n.gw, err = New(Config{Store: e.store, Bus: muxlessBus{e.bus, e.bus}, NodeID: nodeID, Registerer: n.reg, Partitions: 2, Logger: quietLogger})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	n.srv = httptest.NewServer(n.gw)
-	n.url = "ws://" + n.srv.Listener.Addr().String() + "/api/v1/gateway"
-	e.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		n.gw.Shutdown(ctx)
-		n.srv.Close()
-	})
-	return n
+	return e.nodeWith(nodeID, nil)
 }
 
 // tuser is a user with a login token.
