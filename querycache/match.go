@@ -1,6 +1,10 @@
 package querycache
 
-import "strings"
+import (
+	"strings"
+
+	"parley"
+)
 
 // Matching. A query matches a user by handle or display name, and a channel
 // by name, in one of three tiers: exact, prefix (of the whole string or of
@@ -10,33 +14,20 @@ import "strings"
 // prefix of any of their words, and a fuzzy pass over display names would
 // match most of a big workspace for any query with a space in it.
 
-// Match tiers, best first.
+// The tiers and rules are the root's (parley.MatchUser, parley.MatchChannel),
+// shared with the store's implementation; this file adds the masks.
 const (
-	tierExact uint8 = iota
-	tierPrefix
-	tierFuzzy
+	tierExact  = parley.MatchExact
+	tierPrefix = parley.MatchPrefix
+	tierFuzzy  = parley.MatchFuzzy
+
+	subHandle   = parley.MatchHandle
+	subName     = parley.MatchName
+	subAnchored = parley.MatchHandle
+	subLoose    = parley.MatchName
 )
 
-// How a user matched within a tier: by handle, or by name; in the fuzzy
-// tier (handles only), anchored (the handle starts with the query's first
-// character: "jsm" for john.smith) before loose ("smt" for john.smith).
-const (
-	subHandle uint8 = iota
-	subName
-
-	subAnchored = subHandle
-	subLoose    = subName
-)
-
-// foldQuery lower-cases and trims what was typed, and drops one leading
-// sigil ('@' or '#').
-func foldQuery(q string) string {
-	q = strings.ToLower(strings.TrimSpace(q))
-	if len(q) > 0 && (q[0] == '@' || q[0] == '#') {
-		q = strings.TrimSpace(q[1:])
-	}
-	return q
-}
+var foldQuery = parley.FoldQuery
 
 // maskOf sets one bit per kind of byte in s: a–z, 0–9, a few punctuation
 // marks and a bucket for everything else (spaces set none). A query can only
@@ -80,30 +71,9 @@ func byteBit(c byte) uint {
 	return 39 + uint(c)%24
 }
 
-// subsequence reports whether the bytes of q appear in s in order.
-func subsequence[S string | []byte](s S, q string) bool {
-	j := 0
-	for i := 0; i < len(s) && j < len(q); i++ {
-		if s[i] == q[j] {
-			j++
-		}
-	}
-	return j == len(q)
-}
+var wordPrefix = parley.WordPrefix
 
-// wordPrefix returns the offset of the first word of name (the name itself,
-// or what follows a space) that starts with q, or -1.
-func wordPrefix(name, q string) int {
-	if strings.HasPrefix(name, q) {
-		return 0
-	}
-	for i := 1; i < len(name); i++ {
-		if name[i-1] == ' ' && name[i] != ' ' && strings.HasPrefix(name[i:], q) {
-			return i
-		}
-	}
-	return -1
-}
+func subsequence[S string | []byte](s S, q string) bool { return parley.Subsequence(s, q) }
 
 // wordStarts calls fn with the offset of each word of name.
 func wordStarts(name string, fn func(off int)) {
@@ -117,26 +87,10 @@ func wordStarts(name string, fn func(off int)) {
 // matchUser rates how a user matches q (folded; qmask is maskOf(q)). An
 // empty query matches everyone as a prefix.
 func matchUser(k *userKey, q string, qmask uint64) (tier, sub uint8, ok bool) {
-	switch {
-	case q == "":
-		return tierPrefix, subHandle, true
-	case k.mask&qmask != qmask: // every tier needs every character of q
+	if q != "" && k.mask&qmask != qmask { // every tier needs every character of q
 		return 0, 0, false
-	case k.handle == q:
-		return tierExact, subHandle, true
-	case k.name == q:
-		return tierExact, subName, true
-	case strings.HasPrefix(k.handle, q):
-		return tierPrefix, subHandle, true
-	case wordPrefix(k.name, q) >= 0:
-		return tierPrefix, subName, true
-	case subsequence(k.handle, q):
-		if k.handle[0] == q[0] {
-			return tierFuzzy, subAnchored, true
-		}
-		return tierFuzzy, subLoose, true
 	}
-	return 0, 0, false
+	return parley.MatchUser(k.handle, k.name, q)
 }
 
 // directoryMatch is the user directory's filter, the same as the store's:
@@ -148,23 +102,8 @@ func directoryMatch(k *userKey, q string) bool {
 // matchChannel rates how a channel name matches q. Names are lower case
 // already; their words are separated by '-', '_' or '.'.
 func matchChannel(name string, mask uint64, q string, qmask uint64) (tier uint8, ok bool) {
-	switch {
-	case q == "":
-		return tierPrefix, true
-	case mask&qmask != qmask: // every tier needs every character of q
+	if q != "" && mask&qmask != qmask { // every tier needs every character of q
 		return 0, false
-	case name == q:
-		return tierExact, true
-	case strings.HasPrefix(name, q):
-		return tierPrefix, true
 	}
-	for i := 1; i < len(name); i++ {
-		if c := name[i-1]; (c == '-' || c == '_' || c == '.') && strings.HasPrefix(name[i:], q) {
-			return tierPrefix, true
-		}
-	}
-	if subsequence(name, q) {
-		return tierFuzzy, true
-	}
-	return 0, false
+	return parley.MatchChannel(name, q)
 }

@@ -120,7 +120,7 @@ func (d *Directory) Switcher(ctx context.Context, actor, workspaceID, q string, 
 		return nil, err
 	}
 	raw := strings.TrimSpace(q)
-	fq := foldQuery(raw)
+	fq := parley.FoldQuery(raw)
 	k := parley.ClampLimit(limit)
 	res := &parley.SwitcherResult{Channels: []parley.Channel{}, Users: []parley.User{}}
 	if !strings.HasPrefix(raw, "@") {
@@ -169,7 +169,7 @@ func (d *Directory) switcherChannels(ctx context.Context, actor, workspaceID str
 		if err != nil {
 			return nil, fmt.Errorf("switcher channels: %w", err)
 		}
-		if tier, ok := matchChannelName(ch.Name, q); ok {
+		if tier, ok := parley.MatchChannel(ch.Name, q); ok {
 			hits = append(hits, hit{ch, tier})
 		}
 	}
@@ -207,7 +207,7 @@ func (d *Directory) MentionSuggestions(ctx context.Context, actor, channelID, q 
 	}
 	pref := `(SELECT 0 FROM channel_members m
 		WHERE m.workspace_id = $1 AND m.channel_id = $4 AND m.user_id = u.id)`
-	hits, err := d.matchUsers(ctx, "mention suggestions", pref, a.ch.WorkspaceID, foldQuery(q), parley.ClampLimit(limit), channelID)
+	hits, err := d.matchUsers(ctx, "mention suggestions", pref, a.ch.WorkspaceID, parley.FoldQuery(q), parley.ClampLimit(limit), channelID)
 	if err != nil {
 		return nil, err
 	}
@@ -286,30 +286,13 @@ func (d *Directory) matchUsers(ctx context.Context, op, prefExpr, workspaceID, q
 	return hits[:min(k, len(hits))], nil
 }
 
-// The matching rules of the query cache (querycache/match.go), on plain
-// strings: tiers exact, prefix (of the string or of one of its words),
-// fuzzy (q a subsequence; handles and channel names only).
+// The matching rules are the root's (parley.MatchUser, parley.MatchChannel),
+// the same as the query cache's.
 const (
-	tierExact uint8 = iota
-	tierPrefix
-	tierFuzzy
+	tierFuzzy = parley.MatchFuzzy
+	subHandle = parley.MatchHandle
+	subName   = parley.MatchName
 )
-
-// Within a user tier: handle before name; in the fuzzy tier, handles that
-// start with q's first byte before the others.
-const (
-	subHandle uint8 = iota
-	subName
-)
-
-// foldQuery lower-cases and trims q and drops one leading '@' or '#'.
-func foldQuery(q string) string {
-	q = strings.ToLower(strings.TrimSpace(q))
-	if len(q) > 0 && (q[0] == '@' || q[0] == '#') {
-		q = strings.TrimSpace(q[1:])
-	}
-	return q
-}
 
 // subsequencePattern is a LIKE pattern matching every string that has q's
 // bytes in order: "%a%b%".
@@ -327,70 +310,12 @@ func subsequencePattern(q string) string {
 // key that orders them within the tier: the handle, or the name from the
 // word that matched.
 func matchUserKeys(handle, name, q string) (tier, sub uint8, key string, ok bool) {
+	tier, sub, ok = parley.MatchUser(handle, name, q)
 	switch {
-	case q == "":
-		return tierPrefix, subHandle, handle, true
-	case handle == q:
-		return tierExact, subHandle, handle, true
-	case name == q:
-		return tierExact, subName, name, true
-	case strings.HasPrefix(handle, q):
-		return tierPrefix, subHandle, handle, true
+	case !ok:
+		return 0, 0, "", false
+	case sub == subName && tier != tierFuzzy:
+		return tier, sub, name[max(0, parley.WordPrefix(name, q)):], true
 	}
-	if o := wordPrefix(name, q); o >= 0 {
-		return tierPrefix, subName, name[o:], true
-	}
-	if subsequence(handle, q) {
-		if handle[0] == q[0] {
-			return tierFuzzy, subHandle, handle, true
-		}
-		return tierFuzzy, subName, handle, true
-	}
-	return 0, 0, "", false
-}
-
-// matchChannelName rates how a channel name matches q; its words are
-// separated by '-', '_' or '.'.
-func matchChannelName(name, q string) (uint8, bool) {
-	switch {
-	case q == "":
-		return tierPrefix, true
-	case name == q:
-		return tierExact, true
-	case strings.HasPrefix(name, q):
-		return tierPrefix, true
-	}
-	for i := 1; i < len(name); i++ {
-		if c := name[i-1]; (c == '-' || c == '_' || c == '.') && strings.HasPrefix(name[i:], q) {
-			return tierPrefix, true
-		}
-	}
-	if subsequence(name, q) {
-		return tierFuzzy, true
-	}
-	return 0, false
-}
-
-// wordPrefix is the offset of the first word of name (words separated by
-// spaces) that starts with q, or -1.
-func wordPrefix(name, q string) int {
-	if strings.HasPrefix(name, q) {
-		return 0
-	}
-	for i := 1; i < len(name); i++ {
-		if name[i-1] == ' ' && name[i] != ' ' && strings.HasPrefix(name[i:], q) {
-			return i
-		}
-	}
-	return -1
-}
-
-func subsequence(s, q string) bool {
-	j := 0
-	for i := 0; i < len(s) && j < len(q); i++ {
-		if s[i] == q[j] {
-			j++
-		}
-	}
-	return j == len(q)
+	return tier, sub, handle, true
 }
