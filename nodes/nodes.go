@@ -99,6 +99,9 @@ type Members struct {
 	nextSub uint64                 // guarded by mu
 
 	notifyMu sync.Mutex // serialises calls to subscribers
+
+	sendMu sync.Mutex // serialises announcements
+	gone   bool       // guarded by sendMu: the goodbye is out, nothing may follow it
 }
 
 type subscriber struct {
@@ -228,6 +231,17 @@ func (m *Members) run() {
 }
 
 func (m *Members) send(op string) {
+	// A heartbeat after the goodbye (an answer to a newcomer whose
+	// announcement was being handled while Close ran) would bring this
+	// node back to life on every other node until it expired.
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	if m.gone {
+		return
+	}
+	if op == opGoodbye {
+		m.gone = true
+	}
 	data, err := json.Marshal(message{Op: op, Node: m.self})
 	if err == nil {
 		err = m.bus.PublishRaw(parley.NodesTopic, data)

@@ -276,3 +276,27 @@ func TestCloseEndsGoroutines(t *testing.T) {
 	m.Close()
 	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= base })
 }
+
+// TestNoHeartbeatAfterGoodbye: an announcement that a closing node was still
+// handling (a newcomer, answered at once) must not put it back on the other
+// nodes after its goodbye.
+func TestNoHeartbeatAfterGoodbye(t *testing.T) {
+	bus := mustBus(t)
+	a := mustMembers(t, Config{Bus: bus, Self: node("a"), Interval: time.Hour})
+	c := mustMembers(t, Config{Bus: bus, Self: node("c"), Interval: time.Hour})
+	waitFor(t, "a sees c", func() bool { return ids(a.Live()) == "a,c" })
+	c.Close()
+	waitFor(t, "c gone", func() bool { return ids(a.Live()) == "a" })
+	data, err := json.Marshal(message{Op: opHeartbeat, Node: node("late")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.receive(data) // the newcomer's heartbeat, handled after Close
+	// Announcements of one connection arrive in order: once the marker is
+	// seen, an answer from c would have been too.
+	announce(t, bus, opHeartbeat, node("marker"))
+	waitFor(t, "the marker", func() bool { return strings.Contains(ids(a.Live()), "marker") })
+	if got := ids(a.Live()); got != "a,marker" {
+		t.Fatalf("a sees %s after c's goodbye, want a,marker", got)
+	}
+}
