@@ -43,6 +43,17 @@ const maxCloseReason = 120
 
 // onMessage handles one client frame.
 func (c *conn) onMessage(mt websocket.MessageType, data []byte) {
+	// nbio would swallow a panic here unseen: count it, and close this
+	// connection with a resumable code (its session keeps its state).
+	defer func() {
+		if v := recover(); v != nil {
+			c.g.logPanic(panicConn, v, "frame_bytes", len(data))
+			c.closeWith(parley.CloseUnknownError, closeInternal)
+		}
+	}()
+	if h := c.g.frameHook.Load(); h != nil {
+		(*h)(data)
+	}
 	if !c.helloDone.Load() {
 		c.helloMu.Lock() // hello goes out before any answer
 		c.helloMu.Unlock()

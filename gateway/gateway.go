@@ -45,6 +45,8 @@ type Gateway struct {
 	// dispatchHook, likewise, runs as the hub hands an event from the bus
 	// to the partitions.
 	dispatchHook atomic.Pointer[func(topic string, ev parley.Event)]
+	// frameHook, likewise, runs on each inbound frame before it is read.
+	frameHook atomic.Pointer[func(data []byte)]
 
 	closing atomic.Bool
 	stop    chan struct{}

@@ -36,6 +36,7 @@ const (
 	panicFill      = "gateway_fill"      // a session's catch-up read
 	panicHandover  = "gateway_handover"  // a handover request from another node
 	panicPresence  = "gateway_presence"  // a presence watch's callback
+	panicConn      = "gateway_conn"      // reading one client frame
 )
 
 type afterPanic uint8

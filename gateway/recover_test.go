@@ -123,3 +123,37 @@ func TestPanicInBusCallbackIsContained(t *testing.T) {
 		checkChannelOrder(t, cl, team.ID)
 	}
 }
+
+// TestPanicReadingAFrameIsContained: a panic while a client frame is read
+// (nbio would swallow it unseen) is counted, closes that connection with a
+// resumable code, and the session resumes; other connections are untouched.
+func TestPanicReadingAFrameIsContained(t *testing.T) {
+	e := newEnv(t, nil)
+	a, b := e.user("a"), e.user("b")
+	ws := e.workspace(a, b)
+	team := e.channel(ws, a, "team", parley.KindPublic)
+	e.addMembers(a, team, b)
+	ca, ready := e.identify(a, ws)
+	cb, _ := e.identify(b, ws)
+
+	hook := func(data []byte) {
+		if bytes.Contains(data, []byte(`"boom"`)) {
+			panic("injected by the test")
+		}
+	}
+	e.gw.frameHook.Store(&hook)
+	ca.send(map[string]any{"op": "focus", "channel_ids": []string{"boom"}})
+	if code := ca.closeCode(); code != parley.CloseUnknownError {
+		t.Fatalf("closed with %d, want %d", code, parley.CloseUnknownError)
+	}
+	if n := counterValue(t, e.reg, "parley_panics_total"); n != 1 {
+		t.Fatalf("parley_panics_total = %v, want 1", n)
+	}
+	e.post(a, team, "after")
+	sameTexts(t, "b", waitMessages(t, cb, team.ID, 1), []string{"after"})
+
+	// The session survived its connection: a resume gets what was missed.
+	ra := e.connect()
+	ra.send(map[string]any{"op": "resume", "token": a.token, "session_id": ready.SessionID, "seq": 0})
+	sameTexts(t, "a after resume", waitMessages(t, ra, team.ID, 1), []string{"after"})
+}
