@@ -221,14 +221,7 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 	s.p.post(func() {
 		defer close(done)
 		p := s.p
-		p.cur = s
-		p.sessions[s] = struct{}{}
-		for _, t := range s.topics {
-			p.indexAdd(t, s)
-		}
-		for i, r := range refs {
-			p.follow(s, r.ID, r.LastSeq, starts[i])
-		}
+		p.place(s, refs, starts)
 		s.sentS, s.lastS, s.detachedAt = seq, seq, p.now
 		g.learnUsers(s, rep.KnownUsers)
 		for _, en := range rep.Entries {

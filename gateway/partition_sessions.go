@@ -11,9 +11,10 @@ import (
 // connection side of identify, resume and handover is in identify.go and
 // handover.go.
 
-// addSession puts a new session in the partition: indexed under its
-// topics, following its channels, attached to its socket.
-func (p *partition) addSession(s *session, c *conn, refs []parley.ChannelRef, starts []int64) {
+// place puts a new session in the partition: indexed under its topics,
+// following its channels (a new identify, or a session handed over from
+// another node).
+func (p *partition) place(s *session, refs []parley.ChannelRef, starts []int64) {
 	p.cur = s
 	p.sessions[s] = struct{}{}
 	for _, t := range s.topics {
@@ -22,6 +23,12 @@ func (p *partition) addSession(s *session, c *conn, refs []parley.ChannelRef, st
 	for i, r := range refs {
 		p.follow(s, r.ID, r.LastSeq, starts[i])
 	}
+}
+
+// addSession puts a new session in the partition (place) and attaches it
+// to its socket.
+func (p *partition) addSession(s *session, c *conn, refs []parley.ChannelRef, starts []int64) {
+	p.place(s, refs, starts)
 	s.c = c
 	if c.closed() {
 		p.detach(s)
