@@ -173,11 +173,8 @@ func checkQuery(r *http.Request) error {
 			return parley.Errorf(parley.EINVALID, "query parameter names must be valid UTF-8 without NUL characters")
 		}
 		for _, v := range vals {
-			if strings.IndexByte(v, 0) >= 0 {
-				return parley.Errorf(parley.EINVALID, "query parameter %s must not contain NUL characters", name)
-			}
-			if !utf8.ValidString(v) {
-				return parley.Errorf(parley.EINVALID, "query parameter %s must be valid UTF-8", name)
+			if err := parley.CheckText("query parameter "+name, v); err != nil {
+				return err
 			}
 		}
 	}
