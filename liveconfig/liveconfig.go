@@ -92,19 +92,22 @@ func (m *Manager) Start(ctx context.Context, store parley.SettingsService, bus p
 		}
 	})
 	if err != nil {
+		m.stop = nil // not started: Stop does nothing
 		return fmt.Errorf("live config: subscribe: %w", err)
 	}
-	m.unsub = unsub
 	if err := m.load(ctx); err != nil {
 		unsub()
+		m.stop = nil
 		return err
 	}
+	m.unsub = unsub
 	m.done.Add(1)
 	go m.follow()
 	return nil
 }
 
 // Stop ends following changes; LiveConfig keeps answering the last value.
+// It does nothing when Start was not called or failed.
 func (m *Manager) Stop() {
 	if m.stop == nil {
 		return

@@ -89,11 +89,9 @@ type node struct {
 	store *sqlstore.Store
 	// config is the live configuration: read by the store's writes,
 	// changed through the admin listener's /config (liveconfig). It exists
-	// before the store (which reads it); configFollowing says whether it
-	// was started.
-	config          *liveconfig.Manager
-	configFollowing bool
-	demo            *demoInfo // nil without --demo
+	// before the store (which reads it).
+	config *liveconfig.Manager
+	demo   *demoInfo // nil without --demo
 	// cache is the node's query cache (the Flannel role: the directory,
 	// /users/batch, the switcher, mention suggestions, channel headers and
 	// the gateway's just-in-time users, answered from memory).
@@ -189,7 +187,6 @@ func (n *node) Run(ctx context.Context) (err error) {
 	if err := n.config.Start(ctx, n.store, n.bus); err != nil {
 		return err // it says "live config: …"
 	}
-	n.configFollowing = true
 
 	if o.Demo {
 		if n.demo, err = seedDemo(ctx, n.store, log); err != nil {
@@ -336,8 +333,8 @@ func (n *node) close() error {
 	if n.cache != nil {
 		n.cache.Close()
 	}
-	if n.configFollowing {
-		n.config.Stop()
+	if n.config != nil {
+		n.config.Stop() // nothing when it was not started
 	}
 	// The store publishes its last commits to the bus as it stops.
 	if n.store != nil {
