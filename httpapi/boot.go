@@ -53,7 +53,7 @@ func (s *Server) gatewayURL(r *http.Request, workspaceID string) string {
 // bootLimits are the limits boot reports, from the server's settings;
 // the rate limits are added per request (they follow the live
 // configuration).
-func bootLimits(Config) parley.BootLimits {
+func bootLimits() parley.BootLimits {
 	return parley.BootLimits{
 		MaxMessageChars:  parley.MaxMessageLen,
 		MaxBodyBytes:     MaxBodyBytes,

@@ -87,7 +87,6 @@ func newLimiters(cfg Config, rejected *prometheus.CounterVec) *limiters {
 	l.loginAccount = edge.NewLimiter(parley.Rate{}, 0)
 	l.loginIP = edge.NewLimiter(parley.Rate{}, 0)
 	l.signupIP = edge.NewLimiter(parley.Rate{}, 0)
-	l.applied = parley.LiveRates{} // every limiter is at the zero Rate
 	l.sync()
 	return l
 }
@@ -159,6 +158,13 @@ func (l *limiters) allow(now time.Time, tier Tier, checks ...limitCheck) error {
 
 // checkTier applies a route's tier to an authenticated caller: one bucket
 // for the user, one for the client's address.
+// limited reports whether tier has per-route limits (not read; auth is
+// checked by its handlers).
+func (l *limiters) limited(tier Tier) bool {
+	_, ok := l.user[tier]
+	return ok
+}
+
 func (l *limiters) checkTier(now time.Time, tier Tier, userID, ip string) error {
 	u, ok := l.user[tier]
 	if !ok {

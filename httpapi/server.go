@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -127,7 +126,7 @@ func New(cfg Config) *Server {
 	if s.sessionTTL <= 0 {
 		s.sessionTTL = DefaultSessionTTL
 	}
-	s.wsURL, s.dir, s.limits = cfg.WSURL, cfg.Directory, bootLimits(cfg)
+	s.wsURL, s.dir, s.limits = cfg.WSURL, cfg.Directory, bootLimits()
 	if cfg.Registerer != nil {
 		s.metrics = newMetrics(cfg.Registerer)
 	}
@@ -248,15 +247,17 @@ func (s *Server) wrap(rt route) http.Handler {
 				s.writeError(sw, r, err)
 				return
 			}
-			if err := s.rl.checkTier(start, rt.Tier, c.UserID, s.clientIP(r)); err != nil {
-				s.writeError(sw, r, err)
-				return
+			if s.rl.limited(rt.Tier) { // not reads: they need no client address
+				if err := s.rl.checkTier(start, rt.Tier, c.UserID, s.clientIP(r)); err != nil {
+					s.writeError(sw, r, err)
+					return
+				}
 			}
 		}
 		// Ids in the path are text: bytes no id can hold (invalid UTF-8,
 		// NUL) name nothing, and PostgreSQL's text would refuse them as
 		// an internal error where SQLite found nothing.
-		if p := r.URL.Path; !utf8.ValidString(p) || strings.IndexByte(p, 0) >= 0 {
+		if parley.CheckText("path", r.URL.Path) != nil {
 			s.writeError(sw, r, parley.Errorf(parley.ENOTFOUND, "not found"))
 			return
 		}

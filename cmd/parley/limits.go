@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -73,7 +74,7 @@ func (o *limitOptions) registerLimits(fs *pflag.FlagSet) {
 		{"rate-signup-ip", &r.SignupIP, "signups per client IP"},
 	} {
 		fs.Var(rateFlag{f.rate}, f.name, f.what+` ("N/min", "N/min,burst=B" or "off"); the live setting `+
-			"rate_"+underscore(f.name[len("rate-"):])+" overrides it")
+			"rate_"+strings.ReplaceAll(f.name[len("rate-"):], "-", "_")+" overrides it")
 	}
 
 	fs.Float64Var(&o.WSFrameRate, "ws-frame-rate", 0, "frames per minute one WebSocket connection may send, every op counted, plus two heartbeats per heartbeat interval; over it: reconnect{rate_limited} and close 4008 (default 1200; negative: no limit)")
@@ -89,16 +90,6 @@ func (o *limitOptions) registerLimits(fs *pflag.FlagSet) {
 	fs.IntVar(&c.PrivateChannelMembers, "cap-private-channel-members", 0, fmt.Sprintf("members of one private channel (default %d)", parley.DefaultPrivateChannelMembers))
 	fs.IntVar(&c.ChannelsPerWorkspace, "cap-channels-per-workspace", 0, fmt.Sprintf("active public and private channels in one workspace (default %d)", parley.DefaultChannelsPerWorkspace))
 	fs.IntVar(&c.InvitesPerWorkspace, "cap-invites-per-workspace", 0, fmt.Sprintf("outstanding invites of one workspace (default %d)", parley.DefaultInvitesPerWorkspace))
-}
-
-func underscore(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c == '-' {
-			b[i] = '_'
-		}
-	}
-	return string(b)
 }
 
 // validateLimits parses the trusted proxies.

@@ -54,13 +54,6 @@ func (l *Limiter) SetRate(r parley.Rate) {
 	}
 }
 
-// Rate returns the current rate.
-func (l *Limiter) Rate() parley.Rate {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.rate
-}
-
 func (l *Limiter) setLocked(r parley.Rate) {
 	l.rate, l.limit, l.burst = r, 0, 0
 	if r.PerMinute > 0 {
