@@ -45,8 +45,7 @@ type fillKey struct {
 // by partition.
 type fillJob struct {
 	fillKey
-	waiters map[*partition][]*session
-	n       int
+	waiters map[*partition][]*session // guarded by fillPool.mu
 }
 
 func newFillPool(limit int, g *Gateway) *fillPool {
@@ -64,7 +63,17 @@ func newFillPool(limit int, g *Gateway) *fillPool {
 
 func (j *fillJob) add(p *partition, s *session) {
 	j.waiters[p] = append(j.waiters[p], s)
-	j.n++
+}
+
+// sessions counts the sessions waiting for j (for a log line).
+func (f *fillPool) sessions(j *fillJob) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, ss := range j.waiters {
+		n += len(ss)
+	}
+	return n
 }
 
 // request asks for the channel's log after after on behalf of session s of
@@ -131,17 +140,13 @@ func (f *fillPool) run(j *fillJob) {
 	f.mu.Unlock()
 	for p, ss := range waiters {
 		channelID := j.channelID
-		if panicked {
-			p.post(func() {
-				for _, s := range ss {
-					p.fillPanicked(s, channelID)
-				}
-			})
-			continue
-		}
 		p.post(func() {
 			for _, s := range ss {
-				p.fillDone(s, channelID, es, err)
+				if panicked {
+					p.fillPanicked(s, channelID)
+				} else {
+					p.fillDone(s, channelID, es, err)
+				}
 			}
 		})
 	}
@@ -150,7 +155,7 @@ func (f *fillPool) run(j *fillJob) {
 func (f *fillPool) read(j *fillJob) (es []*event, err error, panicked bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			f.logPanic(panicFill, v, "channel_id", j.channelID, "sessions", j.n)
+			f.logPanic(panicFill, v, "channel_id", j.channelID, "sessions", f.sessions(j))
 			es, err, panicked = nil, nil, true
 		}
 	}()

@@ -234,7 +234,7 @@ func (h *hub) apply(op subOp) {
 // events go straight out; durable ones through the sequencer.
 func (h *hub) onChannelEvent(ev parley.Event) {
 	if ev.Seq <= 0 {
-		h.dispatch(parley.TopicPrefixChannel+ev.ChannelID, ev)
+		h.dispatch(parley.TopicChannel(ev.ChannelID), ev)
 		return
 	}
 	h.seq.Push(ev)
@@ -243,7 +243,7 @@ func (h *hub) onChannelEvent(ev parley.Event) {
 // deliverOrdered is the sequencer's output: a channel's durable events in
 // order, each once.
 func (h *hub) deliverOrdered(ev parley.Event) {
-	h.dispatch(parley.TopicPrefixChannel+ev.ChannelID, ev)
+	h.dispatch(parley.TopicChannel(ev.ChannelID), ev)
 }
 
 // dispatch encodes ev once and hands it to every partition.

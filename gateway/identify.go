@@ -86,13 +86,13 @@ func (g *Gateway) acquireAll(topics []string, refs []parley.ChannelRef, starts [
 		taken = append(taken, t)
 	}
 	for i, r := range refs {
-		start, err := g.hub.acquire(parley.TopicPrefixChannel+r.ID, r.LastSeq)
+		start, err := g.hub.acquire(parley.TopicChannel(r.ID), r.LastSeq)
 		if err != nil {
 			g.releaseAll(taken)
 			return err
 		}
 		starts[i] = start
-		taken = append(taken, parley.TopicPrefixChannel+r.ID)
+		taken = append(taken, parley.TopicChannel(r.ID))
 	}
 	return nil
 }

@@ -456,8 +456,8 @@ func (p *partition) reapOne(d doom) {
 		}
 	}
 	for ch := range s.chans {
-		p.indexRemove(parley.TopicPrefixChannel+ch, s)
-		p.env.later(subOp{topic: parley.TopicPrefixChannel + ch, release: true})
+		p.indexRemove(parley.TopicChannel(ch), s)
+		p.env.later(subOp{topic: parley.TopicChannel(ch), release: true})
 	}
 	for _, t := range s.topics {
 		p.indexRemove(t, s)

@@ -19,7 +19,7 @@ const fillRetry = time.Second
 // past last, the session first catches up from the log.
 func (p *partition) follow(s *session, channelID string, last, start int64) {
 	s.chans[channelID] = &chanPos{last: last}
-	p.indexAdd(parley.TopicPrefixChannel+channelID, s)
+	p.indexAdd(parley.TopicChannel(channelID), s)
 	if max(p.chanPos[channelID], start) > last {
 		p.startFill(s, channelID)
 	}
@@ -33,7 +33,7 @@ func (p *partition) join(s *session, channelID string, seq int64) {
 		return
 	}
 	delete(s.left, channelID)
-	p.env.later(subOp{topic: parley.TopicPrefixChannel + channelID, after: seq})
+	p.env.later(subOp{topic: parley.TopicChannel(channelID), after: seq})
 	p.follow(s, channelID, seq, 0)
 }
 
@@ -48,8 +48,8 @@ func (p *partition) leave(s *session, channelID string) {
 		s.left = map[string]int64{}
 	}
 	s.left[channelID] = cp.last
-	p.indexRemove(parley.TopicPrefixChannel+channelID, s)
-	p.env.later(subOp{topic: parley.TopicPrefixChannel + channelID, release: true})
+	p.indexRemove(parley.TopicChannel(channelID), s)
+	p.env.later(subOp{topic: parley.TopicChannel(channelID), release: true})
 	// A re-join (and what followed it) that came on the user topic while
 	// the session waited for its removal on the channel's stream.
 	for _, e := range cp.later {
@@ -96,10 +96,7 @@ func (p *partition) fillPanicked(s *session, channelID string) {
 	if s.removed {
 		return
 	}
-	if c := s.c; c != nil {
-		p.detach(s)
-		c.closeWith(parley.CloseSessionTimeout, closeInternal)
-	}
+	p.cutSocket(s)
 	p.fillDone(s, channelID, nil, errFillPanicked)
 }
 

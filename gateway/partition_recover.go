@@ -30,10 +30,7 @@ func (p *partition) quarantine(s *session, how afterPanic) {
 		p.kill(s, parley.CloseSessionTimeout, closeInternal)
 		return
 	}
-	if c := s.c; c != nil {
-		p.detach(s)
-		c.closeWith(parley.CloseSessionTimeout, closeInternal)
-	}
+	p.cutSocket(s)
 	// An s taken whose event never reached the ring is given back: every
 	// s up to lastS must be replayable.
 	if s.ring.len() > 0 && s.lastS > s.ring.last() {
@@ -123,4 +120,13 @@ func (p *partition) roundGuarded(stop <-chan struct{}, tick <-chan time.Time) (s
 		}
 	}()
 	return p.round(stop, tick)
+}
+
+// cutSocket detaches the session from its socket, if it has one, and
+// closes that with a resumable 4009 after a panic; the session stays.
+func (p *partition) cutSocket(s *session) {
+	if c := s.c; c != nil {
+		p.detach(s)
+		c.closeWith(parley.CloseSessionTimeout, closeInternal)
+	}
 }

@@ -81,7 +81,7 @@ func firstTopic(ev parley.Event) string {
 }
 
 // channelTopic is the topic of a channel's ordered stream.
-func channelTopic(ev parley.Event) string { return parley.TopicPrefixChannel + ev.ChannelID }
+func channelTopic(ev parley.Event) string { return parley.TopicChannel(ev.ChannelID) }
 
 // busPanicked handles a panic in the delivery of ev on topic before it
 // reached the partitions: the topic's local sessions may have missed it.

@@ -39,12 +39,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Events held back waiting for a gap before them to close.",
 		}),
 	}
-	if reg != nil {
-		m.gapFills = promutil.Register(reg, m.gapFills)
-		m.filledEvents = promutil.Register(reg, m.filledEvents)
-		m.fetchErrors = promutil.Register(reg, m.fetchErrors)
-		m.duplicates = promutil.Register(reg, m.duplicates)
-		m.heldBack = promutil.Register(reg, m.heldBack)
-	}
+	m.gapFills = promutil.Register(reg, m.gapFills)
+	m.filledEvents = promutil.Register(reg, m.filledEvents)
+	m.fetchErrors = promutil.Register(reg, m.fetchErrors)
+	m.duplicates = promutil.Register(reg, m.duplicates)
+	m.heldBack = promutil.Register(reg, m.heldBack)
 	return m
 }
