@@ -237,12 +237,6 @@ type EventType struct {
 	Reserved bool
 }
 
-// Durable reports whether events of this type are in a channel's log.
-func (t EventType) Durable() bool { return t.Kind == EventDurable }
-
-// Ephemeral reports whether events of this type may be dropped.
-func (t EventType) Ephemeral() bool { return t.Kind == EventEphemeral }
-
 // EventTypes is every event type, in the order of PROTOCOL.md, the
 // internal ones last.
 var EventTypes = []EventType{

@@ -27,8 +27,6 @@ const (
 	subLoose    = parley.MatchName
 )
 
-var foldQuery = parley.FoldQuery
-
 // maskOf sets one bit per kind of byte in s: a–z, 0–9, a few punctuation
 // marks and a bucket for everything else (spaces set none). A query can only
 // match a string fuzzily when its mask is a subset of the string's: one AND
@@ -71,10 +69,6 @@ func byteBit(c byte) uint {
 	return 39 + uint(c)%24
 }
 
-var wordPrefix = parley.WordPrefix
-
-func subsequence[S string | []byte](s S, q string) bool { return parley.Subsequence(s, q) }
-
 // wordStarts calls fn with the offset of each word of name.
 func wordStarts(name string, fn func(off int)) {
 	for i := 0; i < len(name); i++ {
@@ -96,7 +90,7 @@ func matchUser(k *userKey, q string, qmask uint64) (tier, sub uint8, ok bool) {
 // directoryMatch is the user directory's filter, the same as the store's:
 // a prefix of the handle, of the name, or of a word of the name.
 func directoryMatch(k *userKey, q string) bool {
-	return q == "" || strings.HasPrefix(k.handle, q) || wordPrefix(k.name, q) >= 0
+	return q == "" || strings.HasPrefix(k.handle, q) || parley.WordPrefix(k.name, q) >= 0
 }
 
 // matchChannel rates how a channel name matches q. Names are lower case

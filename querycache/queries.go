@@ -27,7 +27,7 @@ func (c *Cache) Switcher(ctx context.Context, actor, workspaceID, q string, limi
 		return nil, notFoundAs(err, wsNotFound)
 	}
 	raw := strings.TrimSpace(q)
-	fq := foldQuery(raw)
+	fq := parley.FoldQuery(raw)
 	k := parley.ClampLimit(limit)
 	now := c.now()
 	res := &parley.SwitcherResult{Channels: []parley.Channel{}, Users: []parley.User{}}
@@ -118,7 +118,7 @@ func (c *Cache) MentionSuggestions(ctx context.Context, actor, channelID, q stri
 	now := c.now()
 	ch := w.chans[ci]
 	pref := prefSet{ids: ch.members, small: len(ch.members) <= smallPref}
-	hits := w.searchUsers(foldQuery(q), parley.ClampLimit(limit), pref)
+	hits := w.searchUsers(parley.FoldQuery(q), parley.ClampLimit(limit), pref)
 	out := make([]parley.MentionSuggestion, len(hits))
 	for i, h := range hits {
 		out[i] = parley.MentionSuggestion{User: w.users[h.idx].rec.Load().user(now), InChannel: h.pref}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"parley"
 )
 
 // Ranking users for the switcher and mention suggestions. Hits are ordered
@@ -133,7 +135,7 @@ func (s *userSearch) consider(idx uint32, tier, sub uint8, off uint32, walked bo
 		return
 	}
 	if sb == subName && t != tierFuzzy {
-		o := wordPrefix(k.name, s.q)
+		o := parley.WordPrefix(k.name, s.q)
 		if walked && t == tierPrefix && uint32(o) != off {
 			return
 		}
@@ -236,7 +238,7 @@ func (s *userSearch) fuzzyRange(lo, hi int, sub uint8) (stopped bool) {
 			continue
 		}
 		i := lo + j
-		if !subsequence(w.handleAt(i), s.q) {
+		if !parley.Subsequence(w.handleAt(i), s.q) {
 			continue
 		}
 		idx := w.byHandle[i]

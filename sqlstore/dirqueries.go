@@ -290,7 +290,6 @@ func (d *Directory) matchUsers(ctx context.Context, op, prefExpr, workspaceID, q
 // the same as the query cache's.
 const (
 	tierFuzzy = parley.MatchFuzzy
-	subHandle = parley.MatchHandle
 	subName   = parley.MatchName
 )
 

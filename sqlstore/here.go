@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"parley"
 )
@@ -98,7 +99,7 @@ func (tx *Tx) recordHere(ctx context.Context, m *parley.Message, handles []strin
 	if err != nil {
 		return nil, err
 	}
-	ids := union(here(ctx, members), named)
+	ids := dedupe(slices.Concat(here(ctx, members), named), "")
 	var out []string
 	for len(ids) > 0 {
 		part := ids[:min(len(ids), hereChunk)]
@@ -160,17 +161,4 @@ func (tx *Tx) activeFollowers(ctx context.Context, m *parley.Message, rootID str
 		return nil, fmt.Errorf("thread followers for here: %w", err)
 	}
 	return here(ctx, ids), nil
-}
-
-// union returns a and then the elements of b not in a, each once.
-func union(a, b []string) []string {
-	seen := make(map[string]bool, len(a)+len(b))
-	out := make([]string, 0, len(a)+len(b))
-	for _, s := range append(append([]string(nil), a...), b...) {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }

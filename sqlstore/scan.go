@@ -1,11 +1,9 @@
 package sqlstore
 
 import (
-	"bytes"
 	"database/sql"
 	"encoding/base64"
 	"time"
-	"unicode/utf8"
 
 	"parley"
 )
@@ -132,7 +130,7 @@ func decodeCursor(cursor string) (string, error) {
 	// Cursors are compared with text columns: bytes PostgreSQL's text
 	// cannot hold (invalid UTF-8, NUL) would fail there as an internal
 	// error while SQLite took them, so both refuse them here.
-	if err != nil || len(b) == 0 || !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
+	if err != nil || len(b) == 0 || parley.CheckText("cursor", string(b)) != nil {
 		return "", parley.Errorf(parley.EINVALID, "invalid cursor")
 	}
 	return string(b), nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -126,7 +127,7 @@ func (tx *Tx) threadReply(ctx context.Context, ch *parley.Channel, root *threadR
 		if err != nil {
 			return nil, err
 		}
-		mentioned = union(mentioned, active)
+		mentioned = dedupe(slices.Concat(mentioned, active), "")
 	}
 	// Every other follower who can still see it: one more unread reply,
 	// and a mention for those it mentions (all of them for @channel and
