@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity loadtest lint fuzz fuzz-short
+.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity loadtest loadtest-audience lint fuzz fuzz-short
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -114,3 +114,11 @@ loadtest: build
 	loadtest/run-seeded.sh 1000 10 --scenario hot-channel --connect-rate 500 --rate 10 --duration 30s --out out/loadtest/hot-channel-1000
 	loadtest/run-seeded.sh 1000 10 --scenario join-spike --connect-rate 500 --watchers 50 --rate 50 --duration 30s --out out/loadtest/join-spike
 	loadtest/run-seeded.sh 3000 30 --scenario steady --connect-rate 500 --rate 100 --duration 30s --out out/loadtest/steady
+
+## loadtest-audience: issue 19's before/after (loadtest/run-beforeafter.sh):
+## builds bin/parley-before (f1d74cf) and bin/parley-after (HEAD) and runs
+## the audience and join-spike scenarios on each, on a fresh PostgreSQL
+## database each (PG, default postgres://postgres@127.0.0.1:5432); reports
+## in out/beforeafter/. About half an hour of both cores.
+loadtest-audience:
+	loadtest/run-beforeafter.sh

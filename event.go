@@ -97,6 +97,19 @@ type WorkspaceMemberData struct {
 	UserID      string `json:"user_id"`
 	Role        Role   `json:"role"`
 	User        *User  `json:"user,omitempty"`
+	// Channels are the channels the newcomer joined with the workspace
+	// (#general). Those joins write no member.joined: an invite link used
+	// by thousands must not cost a frame per member of #general each.
+	Channels []JoinedChannel `json:"channels,omitempty"`
+}
+
+// JoinedChannel is a channel joined quietly along with a workspace: its
+// member count after the join, and its last seq then (the join has none
+// of its own).
+type JoinedChannel struct {
+	ChannelID   string `json:"channel_id"`
+	MemberCount int64  `json:"member_count"`
+	LastSeq     int64  `json:"last_seq"`
 }
 
 type DMOpenedData struct {

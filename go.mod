@@ -3,6 +3,7 @@ module parley
 go 1.26.8
 
 require (
+	github.com/gorilla/websocket v1.5.3
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/lesismal/nbio v1.6.12
 	github.com/nats-io/nats-server/v2 v2.15.2

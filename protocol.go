@@ -19,7 +19,13 @@ const (
 	OpEvent          = "event"
 	OpHeartbeatAck   = "heartbeat_ack"
 	OpReconnect      = "reconnect"
+	// OpPresenceSubLimited answers a presence_sub of more users than a
+	// session may have in view: the first MaxUsersInView were kept.
+	OpPresenceSubLimited = "presence_sub_limited"
 )
+
+// MaxUsersInView bounds a session's set of users in view (presence_sub).
+const MaxUsersInView = 500
 
 // Gateway ops, client → server.
 const (
@@ -34,7 +40,7 @@ const (
 // ServerOps and ClientOps list every op of each direction, in the order of
 // docs/protocol.md.
 var (
-	ServerOps = []string{OpHello, OpReady, OpResumed, OpInvalidSession, OpEvent, OpHeartbeatAck, OpReconnect}
+	ServerOps = []string{OpHello, OpReady, OpResumed, OpInvalidSession, OpEvent, OpHeartbeatAck, OpReconnect, OpPresenceSubLimited}
 	ClientOps = []string{OpIdentify, OpResume, OpHeartbeat, OpFocus, OpPresenceSub, OpTyping}
 )
 
@@ -228,10 +234,58 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
+// Audience is who receives an event type (ARCHITECTURE §4: every event
+// type has one, and none is every session of a workspace).
+type Audience uint8
+
+const (
+	// AudienceChannel: the sessions that follow the channel (its members),
+	// and a non-member's session previewing the public channel (in focus).
+	AudienceChannel Audience = iota + 1
+	// AudienceChannelAndUser: AudienceChannel, and the sessions of the user
+	// concerned (who joined, left, was added or removed, or created it).
+	AudienceChannelAndUser
+	// AudienceViewers: the sessions that have the channel in focus (members
+	// and previewers), not the user who caused it.
+	AudienceViewers
+	// AudienceOwn: the user's own sessions.
+	AudienceOwn
+	// AudienceInView: the sessions that have the user in view
+	// (presence_sub), and the user's own sessions.
+	AudienceInView
+	// AudienceAdmins: the sessions of the workspace's admins and owners.
+	AudienceAdmins
+	// AudienceServers: the servers only (caches on the directory topic,
+	// gateways, presence trackers); never sent to a client.
+	AudienceServers
+)
+
+func (a Audience) String() string {
+	switch a {
+	case AudienceChannel:
+		return "channel"
+	case AudienceChannelAndUser:
+		return "channel_and_user"
+	case AudienceViewers:
+		return "viewers"
+	case AudienceOwn:
+		return "own"
+	case AudienceInView:
+		return "in_view"
+	case AudienceAdmins:
+		return "admins"
+	case AudienceServers:
+		return "servers"
+	}
+	return "none"
+}
+
 // EventType describes one event type.
 type EventType struct {
 	Type string
 	Kind EventKind
+	// Audience: who receives it (docs/protocol.md, "Who receives what").
+	Audience Audience
 	// Reserved: named by PROTOCOL.md (clients may see it one day) but not
 	// emitted by this version.
 	Reserved bool
@@ -240,52 +294,52 @@ type EventType struct {
 // EventTypes is every event type, in the order of PROTOCOL.md, the
 // internal ones last.
 var EventTypes = []EventType{
-	{Type: EventMessageCreated, Kind: EventDurable},
-	{Type: EventMessageUpdated, Kind: EventDurable},
-	{Type: EventMessageDeleted, Kind: EventDurable},
-	{Type: EventReactionAdded, Kind: EventDurable},
-	{Type: EventReactionRemoved, Kind: EventDurable},
-	{Type: EventPinAdded, Kind: EventDurable},
-	{Type: EventPinRemoved, Kind: EventDurable},
-	{Type: EventChannelCreated, Kind: EventDurable},
-	{Type: EventChannelUpdated, Kind: EventDurable},
-	{Type: EventChannelArchived, Kind: EventDurable},
-	{Type: EventChannelDeleted, Kind: EventDurable, Reserved: true},
-	{Type: EventMemberJoined, Kind: EventDurable},
-	{Type: EventMemberLeft, Kind: EventDurable},
-	{Type: EventChannelRead, Kind: EventBusOnly},
-	{Type: EventChannelSummary, Kind: EventBusOnly, Reserved: true},
-	{Type: EventChannelHot, Kind: EventBusOnly, Reserved: true},
-	{Type: EventThreadUpdated, Kind: EventBusOnly},
-	{Type: EventThreadFollowed, Kind: EventBusOnly},
-	{Type: EventThreadUnfollowed, Kind: EventBusOnly},
-	{Type: EventThreadRead, Kind: EventBusOnly},
-	{Type: EventMention, Kind: EventBusOnly},
-	{Type: EventDMOpened, Kind: EventBusOnly},
-	{Type: EventUserCreated, Kind: EventBusOnly, Reserved: true},
-	{Type: EventUserUpdated, Kind: EventBusOnly},
-	{Type: EventUserDeactivated, Kind: EventBusOnly, Reserved: true},
-	{Type: EventUserStatus, Kind: EventBusOnly},
-	{Type: EventPresenceChanged, Kind: EventEphemeral},
-	{Type: EventTypingStarted, Kind: EventEphemeral},
-	{Type: EventWorkspaceUpdated, Kind: EventBusOnly, Reserved: true},
-	{Type: EventWorkspaceMemberJoined, Kind: EventBusOnly},
-	{Type: EventWorkspaceMemberLeft, Kind: EventBusOnly, Reserved: true},
-	{Type: EventPrefsUpdated, Kind: EventBusOnly, Reserved: true},
+	{Type: EventMessageCreated, Kind: EventDurable, Audience: AudienceChannel},
+	{Type: EventMessageUpdated, Kind: EventDurable, Audience: AudienceChannel},
+	{Type: EventMessageDeleted, Kind: EventDurable, Audience: AudienceChannel},
+	{Type: EventReactionAdded, Kind: EventDurable, Audience: AudienceChannel},
+	{Type: EventReactionRemoved, Kind: EventDurable, Audience: AudienceChannel},
+	{Type: EventPinAdded, Kind: EventDurable, Audience: AudienceChannel},
+	{Type: EventPinRemoved, Kind: EventDurable, Audience: AudienceChannel},
+	{Type: EventChannelCreated, Kind: EventDurable, Audience: AudienceChannelAndUser},
+	{Type: EventChannelUpdated, Kind: EventDurable, Audience: AudienceChannel},
+	{Type: EventChannelArchived, Kind: EventDurable, Audience: AudienceChannel},
+	{Type: EventChannelDeleted, Kind: EventDurable, Audience: AudienceChannel, Reserved: true},
+	{Type: EventMemberJoined, Kind: EventDurable, Audience: AudienceChannelAndUser},
+	{Type: EventMemberLeft, Kind: EventDurable, Audience: AudienceChannelAndUser},
+	{Type: EventChannelRead, Kind: EventBusOnly, Audience: AudienceOwn},
+	{Type: EventChannelSummary, Kind: EventBusOnly, Audience: AudienceOwn, Reserved: true},
+	{Type: EventChannelHot, Kind: EventBusOnly, Audience: AudienceChannel, Reserved: true},
+	{Type: EventThreadUpdated, Kind: EventBusOnly, Audience: AudienceOwn},
+	{Type: EventThreadFollowed, Kind: EventBusOnly, Audience: AudienceOwn},
+	{Type: EventThreadUnfollowed, Kind: EventBusOnly, Audience: AudienceOwn},
+	{Type: EventThreadRead, Kind: EventBusOnly, Audience: AudienceOwn},
+	{Type: EventMention, Kind: EventBusOnly, Audience: AudienceOwn},
+	{Type: EventDMOpened, Kind: EventBusOnly, Audience: AudienceOwn},
+	{Type: EventUserCreated, Kind: EventBusOnly, Audience: AudienceAdmins, Reserved: true},
+	{Type: EventUserUpdated, Kind: EventBusOnly, Audience: AudienceInView},
+	{Type: EventUserDeactivated, Kind: EventBusOnly, Audience: AudienceInView, Reserved: true},
+	{Type: EventUserStatus, Kind: EventBusOnly, Audience: AudienceInView},
+	{Type: EventPresenceChanged, Kind: EventEphemeral, Audience: AudienceInView},
+	{Type: EventTypingStarted, Kind: EventEphemeral, Audience: AudienceViewers},
+	{Type: EventWorkspaceUpdated, Kind: EventBusOnly, Audience: AudienceAdmins, Reserved: true},
+	{Type: EventWorkspaceMemberJoined, Kind: EventBusOnly, Audience: AudienceAdmins},
+	{Type: EventWorkspaceMemberLeft, Kind: EventBusOnly, Audience: AudienceAdmins, Reserved: true},
+	{Type: EventPrefsUpdated, Kind: EventBusOnly, Audience: AudienceOwn, Reserved: true},
 	// emoji.added and emoji.removed: PROTOCOL.md names them, but there
 	// are no custom emoji yet, so nothing emits them.
-	{Type: EventEmojiAdded, Kind: EventBusOnly, Reserved: true},
-	{Type: EventEmojiRemoved, Kind: EventBusOnly, Reserved: true},
+	{Type: EventEmojiAdded, Kind: EventBusOnly, Audience: AudienceAdmins, Reserved: true},
+	{Type: EventEmojiRemoved, Kind: EventBusOnly, Audience: AudienceAdmins, Reserved: true},
 
-	{Type: EventWorkspaceMemberUpdated, Kind: EventInternal},
-	{Type: EventSessionRevoked, Kind: EventInternal},
-	{Type: EventPresenceQuery, Kind: EventInternal},
-	{Type: EventPresenceState, Kind: EventInternal},
-	{Type: EventPresenceAlive, Kind: EventInternal},
-	{Type: EventPresenceBye, Kind: EventInternal},
-	{Type: EventPresenceManual, Kind: EventInternal},
-	{Type: EventPresenceManualSync, Kind: EventInternal},
-	{Type: EventPresenceManualSet, Kind: EventInternal},
+	{Type: EventWorkspaceMemberUpdated, Kind: EventInternal, Audience: AudienceServers},
+	{Type: EventSessionRevoked, Kind: EventInternal, Audience: AudienceServers},
+	{Type: EventPresenceQuery, Kind: EventInternal, Audience: AudienceServers},
+	{Type: EventPresenceState, Kind: EventInternal, Audience: AudienceServers},
+	{Type: EventPresenceAlive, Kind: EventInternal, Audience: AudienceServers},
+	{Type: EventPresenceBye, Kind: EventInternal, Audience: AudienceServers},
+	{Type: EventPresenceManual, Kind: EventInternal, Audience: AudienceServers},
+	{Type: EventPresenceManualSync, Kind: EventInternal, Audience: AudienceServers},
+	{Type: EventPresenceManualSet, Kind: EventInternal, Audience: AudienceServers},
 }
 
 var eventTypeIndex = func() map[string]EventType {
@@ -310,7 +364,8 @@ const (
 	TopicPrefixChannel   = "ch."
 	TopicPrefixUser      = "user."
 	TopicPrefixPresence  = "presence."
-	TopicPrefixWorkspace = "ws."
+	TopicPrefixProfile   = "profile."
+	TopicPrefixAdmins    = "admins."
 	TopicPrefixDirectory = "dir."
 )
 
@@ -318,17 +373,27 @@ const (
 // to; TopicNodePresence is one tracker's own.
 const TopicPresenceControl = "presencectl"
 
-// Bus topics: one per channel, per user, per user's presence and per
-// workspace.
-func TopicChannel(id string) string   { return TopicPrefixChannel + id }
-func TopicUser(id string) string      { return TopicPrefixUser + id }
-func TopicPresence(id string) string  { return TopicPrefixPresence + id }
-func TopicWorkspace(id string) string { return TopicPrefixWorkspace + id }
+// Bus topics: one per channel, per user (their own sessions: DMs,
+// mentions, read state, their own membership and profile changes), per
+// user's presence (between presence trackers), per user's profile (the
+// sessions that have the user in view) and per workspace's admins.
+func TopicChannel(id string) string  { return TopicPrefixChannel + id }
+func TopicUser(id string) string     { return TopicPrefixUser + id }
+func TopicPresence(id string) string { return TopicPrefixPresence + id }
+
+// TopicProfile carries a user's user.updated and user.status to the
+// sessions that have the user in view (presence_sub); a node subscribes
+// once per user some session of it has in view.
+func TopicProfile(id string) string { return TopicPrefixProfile + id }
+
+// TopicAdmins carries what only a workspace's admins' sessions get
+// (workspace.member_joined); the node of an admin's session subscribes.
+func TopicAdmins(workspaceID string) string { return TopicPrefixAdmins + workspaceID }
 
 // TopicDirectory carries every change to a workspace's directory (users,
-// channels of every kind, memberships) for the servers' own caches. Unlike
-// the workspace topic it is never forwarded to client sessions, so private
-// channels may appear on it.
+// channels of every kind, memberships) for the servers' own caches. It is
+// never forwarded to client sessions, so private channels may appear on
+// it.
 func TopicDirectory(id string) string { return TopicPrefixDirectory + id }
 
 // TopicNodePresence is the presence tracker of node's own topic: answers
@@ -343,7 +408,8 @@ const (
 	TopicKindChannel
 	TopicKindUser
 	TopicKindPresence
-	TopicKindWorkspace
+	TopicKindProfile
+	TopicKindAdmins
 	TopicKindDirectory
 )
 
@@ -356,8 +422,10 @@ func TopicKindOf(topic string) TopicKind {
 		return TopicKindUser
 	case strings.HasPrefix(topic, TopicPrefixPresence):
 		return TopicKindPresence
-	case strings.HasPrefix(topic, TopicPrefixWorkspace):
-		return TopicKindWorkspace
+	case strings.HasPrefix(topic, TopicPrefixProfile):
+		return TopicKindProfile
+	case strings.HasPrefix(topic, TopicPrefixAdmins):
+		return TopicKindAdmins
 	case strings.HasPrefix(topic, TopicPrefixDirectory):
 		return TopicKindDirectory
 	}

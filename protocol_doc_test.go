@@ -153,3 +153,49 @@ func TestProtocolDocEvents(t *testing.T) {
 		t.Errorf("the catalogue describes %s, which the registry does not list", typ)
 	}
 }
+
+// TestProtocolDocAudience: the "Who receives what" tables are the
+// registry's audiences, both ways: every audience explained once, every
+// event type listed once with its audience, "(reserved)" exactly for the
+// reserved ones.
+func TestProtocolDocAudience(t *testing.T) {
+	sec := docSection(t, readProtocolDoc(t), "## Who receives what")
+	audRow := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| ([^|]{30,})\\|$") // an explanation, not a type's row
+	explained := map[string]bool{}
+	for _, m := range audRow.FindAllStringSubmatch(sec, -1) {
+		explained[m[1]] = true
+	}
+	for a := parley.AudienceChannel; a <= parley.AudienceServers; a++ {
+		if !explained[a.String()] {
+			t.Errorf("audience %s is not explained", a)
+		}
+		delete(explained, a.String())
+	}
+	for a := range explained {
+		t.Errorf("the doc explains audience %s, the registry has none", a)
+	}
+
+	typeRow := regexp.MustCompile("(?m)^\\| `([a-z_.]+)` \\| `([a-z_]+)`( \\(reserved\\))? \\|$")
+	rows := map[string][]string{}
+	for _, m := range typeRow.FindAllStringSubmatch(sec, -1) {
+		if _, dup := rows[m[1]]; dup {
+			t.Errorf("%s listed twice", m[1])
+		}
+		rows[m[1]] = m[2:]
+	}
+	for _, et := range parley.EventTypes {
+		r, ok := rows[et.Type]
+		delete(rows, et.Type)
+		switch {
+		case !ok:
+			t.Errorf("%s has no row", et.Type)
+		case r[0] != et.Audience.String():
+			t.Errorf("%s: the doc says %s, the registry %s", et.Type, r[0], et.Audience)
+		case (r[1] != "") != et.Reserved:
+			t.Errorf("%s: the doc says reserved %v, the registry %v", et.Type, r[1] != "", et.Reserved)
+		}
+	}
+	for typ := range rows {
+		t.Errorf("the doc lists %s, the registry does not", typ)
+	}
+}

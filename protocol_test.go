@@ -46,6 +46,17 @@ func TestEventTypesRegistry(t *testing.T) {
 		if parley.IsEphemeralEvent(et.Type) != (et.Kind == parley.EventEphemeral) {
 			t.Errorf("IsEphemeralEvent(%q) disagrees with its kind %v", et.Type, et.Kind)
 		}
+		// Every type has one audience (ARCHITECTURE §4); only the
+		// internal ones stay with the servers.
+		if et.Audience < parley.AudienceChannel || et.Audience > parley.AudienceServers {
+			t.Errorf("%s: no audience (%d)", et.Type, et.Audience)
+		}
+		if (et.Kind == parley.EventInternal) != (et.Audience == parley.AudienceServers) {
+			t.Errorf("%s: kind %v with audience %v: internal types, and only they, go to the servers only", et.Type, et.Kind, et.Audience)
+		}
+		if et.Kind == parley.EventDurable && et.Audience != parley.AudienceChannel && et.Audience != parley.AudienceChannelAndUser {
+			t.Errorf("%s: a channel log's event goes to the channel's audience, not %v", et.Type, et.Audience)
+		}
 	}
 	if _, ok := parley.LookupEventType("no.such"); ok {
 		t.Error("LookupEventType found an unknown type")
@@ -118,7 +129,8 @@ func TestTopicKinds(t *testing.T) {
 		{parley.TopicChannel("C1"), parley.TopicKindChannel},
 		{parley.TopicUser("U1"), parley.TopicKindUser},
 		{parley.TopicPresence("U1"), parley.TopicKindPresence},
-		{parley.TopicWorkspace("W1"), parley.TopicKindWorkspace},
+		{parley.TopicProfile("U1"), parley.TopicKindProfile},
+		{parley.TopicAdmins("W1"), parley.TopicKindAdmins},
 		{parley.TopicDirectory("W1"), parley.TopicKindDirectory},
 		{parley.TopicPresenceControl, parley.TopicKindOther},
 		{parley.TopicNodePresence("n1"), parley.TopicKindOther},
@@ -143,6 +155,7 @@ func protocolJSON(tb testing.TB) []byte {
 	type eventType struct {
 		Type     string `json:"type"`
 		Kind     string `json:"kind"`
+		Audience string `json:"audience"`
 		Reserved bool   `json:"reserved"`
 	}
 	var out struct {
@@ -160,7 +173,7 @@ func protocolJSON(tb testing.TB) []byte {
 	}
 	for _, et := range parley.EventTypes {
 		if et.Kind != parley.EventInternal {
-			out.EventTypes = append(out.EventTypes, eventType{et.Type, et.Kind.String(), et.Reserved})
+			out.EventTypes = append(out.EventTypes, eventType{et.Type, et.Kind.String(), et.Audience.String(), et.Reserved})
 		}
 	}
 	out.BroadcastMentions = parley.BroadcastMentions
@@ -200,7 +213,7 @@ func TestProtocolDeclaredOnce(t *testing.T) {
 		strs[et.Type] = "event type"
 	}
 	for _, p := range []string{parley.TopicPrefixChannel, parley.TopicPrefixUser, parley.TopicPrefixPresence,
-		parley.TopicPrefixWorkspace, parley.TopicPrefixDirectory, parley.TopicPresenceControl} {
+		parley.TopicPrefixProfile, parley.TopicPrefixAdmins, parley.TopicPrefixDirectory, parley.TopicPresenceControl} {
 		strs[p] = "topic"
 	}
 	for _, m := range parley.BroadcastMentions {

@@ -117,6 +117,10 @@ var ErrNotConnected = errors.New("gateway: not connected")
 // ErrClosed is returned by a closed Conn.
 var ErrClosed = errors.New("gateway: connection closed")
 
+// ErrTooManyInView: a PresenceSub of more users than a session may have in
+// view.
+var ErrTooManyInView = errors.New("gateway: too many users in view")
+
 // Conn is a gateway connection: a session that survives socket drops. It is
 // safe for concurrent use.
 //
@@ -662,10 +666,17 @@ func (c *Conn) Focus(channelIDs []string) error {
 	return s.sendJSON(focusFrame{Op: parley.OpFocus, ChannelIDs: nonNilStrings(channelIDs)})
 }
 
-// PresenceSub replaces the set of users whose presence.changed events the
-// session wants; the gateway answers with each newly watched user's current
-// presence. The set is kept and sent again after every reconnect.
+// PresenceSub replaces the session's users in view: their presence.changed,
+// user.updated and user.status events come to it (the user's own changes
+// come whatever the set); the gateway answers with each newly watched
+// user's current presence. The set is kept and sent again after every
+// reconnect. More than parley.MaxUsersInView users is refused here with
+// ErrTooManyInView, before anything is sent (the server would keep only
+// the first).
 func (c *Conn) PresenceSub(userIDs []string) error {
+	if len(userIDs) > parley.MaxUsersInView {
+		return fmt.Errorf("%w: %d users, at most %d", ErrTooManyInView, len(userIDs), parley.MaxUsersInView)
+	}
 	c.mu.Lock()
 	c.presence, c.presSet = slices.Clone(userIDs), true
 	s := c.liveLocked()

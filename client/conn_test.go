@@ -499,6 +499,11 @@ func TestViewOpsSentAndRestored(t *testing.T) {
 	if fr := fs.expect(t, parley.OpPresenceSub); !slices.Equal(fr.UserIDs, []string{f.alice.ID}) {
 		t.Errorf("presence_sub %s", fr.Raw)
 	}
+	// A set over the bound is refused before anything is sent, and the
+	// set kept is the last good one (the resume below sends it).
+	if err := conn.PresenceSub(make([]string, parley.MaxUsersInView+1)); !errors.Is(err, ErrTooManyInView) {
+		t.Fatalf("PresenceSub of %d users: %v, want ErrTooManyInView", parley.MaxUsersInView+1, err)
+	}
 	if err := conn.Typing(f.ch.ID, "M123"); err != nil {
 		t.Fatal(err)
 	}

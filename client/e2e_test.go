@@ -276,7 +276,11 @@ func TestE2ETypingAndMembership(t *testing.T) {
 	brec.waitFor(t, "bob joined", func(evs []Event) bool {
 		return slices.ContainsFunc(evs, func(ev Event) bool { return ev.Type == parley.EventMemberJoined && ev.ChannelID == ch.ID })
 	})
-	// Typing is ephemeral and throttled: keep typing until bob sees it.
+	// Typing goes to the channel's viewers: bob has it on screen. It is
+	// ephemeral and throttled: keep typing until bob sees it.
+	if err := bconn.Focus([]string{ch.ID}); err != nil {
+		t.Fatal(err)
+	}
 	waitUntil(t, "typing", func() bool {
 		if err := aconn.Typing(ch.ID, ""); err != nil {
 			t.Fatal(err)

@@ -28,6 +28,8 @@ type inFrame struct {
 	Replayed      int64           `json:"replayed"`
 	Reason        string          `json:"reason"`
 	RetryAfterMS  int64           `json:"retry_after_ms"`
+	Limit         int             `json:"limit"`     // presence_sub_limited
+	Requested     int             `json:"requested"` // presence_sub_limited
 }
 
 // Source says how an event reached the client.
@@ -75,8 +77,9 @@ type Event struct {
 	Source Source
 	// Ordered is set on the durable events of a channel the Conn tracks:
 	// those come in seq order with no gaps and no duplicates. Durable
-	// events of other channels (directory copies of public channels'
-	// lifecycle events) pass through with Ordered false.
+	// events of other channels (the user's own member.joined or
+	// channel.created on its user topic before the channel is tracked, a
+	// preview's events) pass through with Ordered false.
 	Ordered bool
 }
 

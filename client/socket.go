@@ -141,6 +141,10 @@ func (s *socket) onFrame(data []byte) {
 		s.control(f)
 	case parley.OpHello, parley.OpResumed:
 		s.control(f)
+	case parley.OpPresenceSubLimited:
+		// PresenceSub refuses long sets, so only a set sent by another
+		// version of this client gets here.
+		s.c.logger().Warn("gateway: users in view cut by the server", "limit", f.Limit, "requested", f.Requested)
 	default:
 		// An op this client does not know: newer servers may add some.
 	}

@@ -21,7 +21,9 @@ func TestTypingBadThreadID(t *testing.T) {
 	ch := e.channel(ws, a, "team", parley.KindPrivate)
 	e.addMembers(a, ch, b)
 	ca, _ := e.identify(a, ws)
-	cb, _ := e.identify(b, ws)
+	cb, rb := e.identify(b, ws)
+	cb.send(map[string]any{"op": "focus", "channel_ids": []string{ch.ID}})
+	e.viewing(rb.SessionID, ch.ID)
 	// Typing is ephemeral: b must be following the channel before it is
 	// sent, or a loaded machine loses it. A message b receives says so.
 	e.post(a, ch, "sync")

@@ -24,6 +24,9 @@ type Store interface {
 	SessionChannels(ctx context.Context, userID, workspaceID string) ([]parley.ChannelRef, error)
 	ChannelLog(ctx context.Context, channelID string, afterSeq int64, limit int) ([]parley.Event, error)
 	ChannelMember(ctx context.Context, userID, channelID string) (bool, error)
+	// GetChannel returns the channel if actor may see it (a member, or a
+	// public channel of their workspace for a non-guest), else ENOTFOUND.
+	GetChannel(ctx context.Context, actor, channelID string) (*parley.Channel, error)
 }
 
 var _ Store = (parley.Store)(nil)
@@ -177,6 +180,11 @@ type Config struct {
 	CloseGrace time.Duration
 	// Now defaults to time.Now.
 	Now func() time.Time
+	// Live gives the live configuration; the gateway reads its
+	// compression settings (gateway_compression,
+	// gateway_compression_min_bytes) at most once per delivery batch.
+	// Nil: parley.DefaultLiveConfig().
+	Live parley.LiveConfigSource
 }
 
 func (c *Config) setDefaults() {
@@ -248,5 +256,8 @@ func (c *Config) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Live == nil {
+		c.Live = parley.StaticConfig(parley.DefaultLiveConfig())
 	}
 }

@@ -135,23 +135,28 @@ func (c *conn) identifyTimedOut() {
 	}
 }
 
-// focus records the channels on screen. Delivery is full for every channel
-// the session follows, so it changes nothing yet; it counts as activity.
+// focus records the channels on screen (audience.go): typing goes to
+// them, and a public channel among them that the user is not in is
+// previewed. It counts as activity.
 func (c *conn) focus(s *session, f *inFrame) {
 	ids := f.ChannelIDs
 	if len(ids) > maxFocusChannels {
 		ids = ids[:maxFocusChannels]
 	}
-	s.setFocus(ids)
+	c.g.focus(s, ids)
 	c.g.presenceActivity(s)
 }
 
-// presenceSub replaces the users whose presence the session wants: those
-// of them it may see (visibility.go).
+// presenceSub replaces the session's users in view: those of them it may
+// see (visibility.go) get their presence, profile and status changes to
+// it. Past parley.MaxUsersInView, the first are kept and the client is
+// told so (presence_sub_limited), never silently.
 func (c *conn) presenceSub(s *session, f *inFrame) {
 	ids := f.UserIDs
-	if len(ids) > maxPresenceUsers {
-		ids = ids[:maxPresenceUsers]
+	if len(ids) > parley.MaxUsersInView {
+		c.g.metrics.viewLimited.Inc()
+		c.writeJSON(presenceSubLimitedFrame{Op: parley.OpPresenceSubLimited, Limit: parley.MaxUsersInView, Requested: len(ids)})
+		ids = ids[:parley.MaxUsersInView]
 	}
 	c.g.watchPresence(s, c.g.visibleUsers(s, ids))
 	c.g.presenceActivity(s)
@@ -162,6 +167,15 @@ func (c *conn) presenceSub(s *session, f *inFrame) {
 // queued to the session as ephemeral presence.changed events, each status
 // once.
 func (g *Gateway) watchPresence(s *session, ids []string) {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	g.watchPresenceLocked(s, ids)
+}
+
+// watchPresenceLocked is watchPresence with s.watchMu held: watches change
+// one at a time, so a refresh never puts back a set a presence_sub replaced.
+func (g *Gateway) watchPresenceLocked(s *session, ids []string) {
+	s.p.postAsync(func() { s.p.setInView(s, ids) })
 	keep := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		keep[id] = true
@@ -192,6 +206,9 @@ func (g *Gateway) watchPresence(s *session, ids []string) {
 			}
 			if !s.p.enqueue(s, e) {
 				s.presenceDropped(userID)
+				// Dropped because the queue was half full (a view of many
+				// new users at once): sent again once it has drained.
+				s.presenceRetry = s.c != nil
 			}
 		})
 	})))
@@ -202,9 +219,14 @@ func (g *Gateway) watchPresence(s *session, ids []string) {
 // current statuses, and those that differ from what the session was last
 // sent go out. It runs on the connection's goroutine, before any
 // presence_sub of the new socket.
+//
+// It also runs (on its own goroutine) once the queue of an attached
+// session that dropped presence because it was half full has drained.
 func (g *Gateway) refreshPresence(s *session) {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
 	if stale, ids := s.takePresenceStale(); stale && len(ids) > 0 {
-		g.watchPresence(s, ids)
+		g.watchPresenceLocked(s, ids)
 	}
 }
 

@@ -175,8 +175,11 @@ func TestTyping(t *testing.T) {
 	priv := e.channel(ws, a, "team", parley.KindPrivate)
 	e.addMembers(a, priv, b)
 	ca, _ := e.identify(a, ws)
-	cb, _ := e.identify(b, ws)
+	cb, rb := e.identify(b, ws)
 	cx, _ := e.identify(x, ws)
+	// Typing goes to the channel's viewers: b has it on screen.
+	cb.send(map[string]any{"op": "focus", "channel_ids": []string{priv.ID}})
+	e.viewing(rb.SessionID, priv.ID)
 
 	ca.send(map[string]any{"op": "typing", "channel_id": priv.ID})
 	ca.send(map[string]any{"op": "typing", "channel_id": priv.ID}) // throttled

@@ -28,10 +28,15 @@ type event struct {
 	author  string
 	ownTail []byte
 
+	// z and ownZ are tail and ownTail compressed, once, on first use
+	// (deflate.go); nil: never compressed.
+	z, ownZ *deflated
+
 	// Decoded from d for the events that change what a session follows.
-	userID    string             // member.*, channel.created (creator), typing.started
+	userID    string             // member.*, channel.created (creator), typing.started, user.*, workspace.member_updated
 	kind      parley.ChannelKind // channel.created
 	tokenHash string             // session.revoked
+	role      parley.Role        // workspace.member_updated
 }
 
 // durable reports whether the event is in a channel's log.
@@ -47,6 +52,7 @@ func newEvent(ev parley.Event, recv time.Time) *event {
 		ephemeral:   parley.IsEphemeralEvent(ev.Type),
 		tail:        encodeTail(ev.Type, ev.Data),
 		recv:        recv,
+		z:           new(deflated),
 	}
 	switch ev.Type {
 	case parley.EventMemberJoined, parley.EventMemberLeft, parley.EventChannelCreated,
@@ -63,6 +69,20 @@ func newEvent(ev parley.Event, recv time.Time) *event {
 			if d.Channel != nil {
 				e.kind = d.Channel.Kind
 			}
+		}
+	case parley.EventUserUpdated, parley.EventUserStatus:
+		var d struct {
+			User *struct {
+				ID string `json:"id"`
+			} `json:"user"`
+		}
+		if json.Unmarshal(ev.Data, &d) == nil && d.User != nil {
+			e.userID = d.User.ID
+		}
+	case parley.EventWorkspaceMemberUpdated:
+		var d parley.WorkspaceMemberData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			e.userID, e.role = d.UserID, d.Role
 		}
 	case parley.EventMessageCreated, parley.EventMessageUpdated:
 		// An unpinned message without reactions (most) goes out without
@@ -104,6 +124,7 @@ func (e *event) splitClientMsgID(data json.RawMessage) {
 	shared := make([]byte, 0, len(e.tail)-len(field))
 	shared = append(append(shared, e.tail[:i]...), e.tail[i+len(field):]...)
 	e.author, e.ownTail, e.tail = d.Message.UserID, e.tail, shared
+	e.ownZ = new(deflated)
 }
 
 // forSession is e as session s gets it before just-in-time users: with the
@@ -114,5 +135,6 @@ func (e *event) forSession(s *session) *event {
 	}
 	v := *e
 	v.tail, v.ownTail = e.ownTail, nil
+	v.z, v.ownZ = e.ownZ, nil
 	return &v
 }

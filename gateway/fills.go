@@ -22,7 +22,8 @@ import (
 // request per partition and read, so session state stays the partition
 // goroutine's alone.
 type fillPool struct {
-	limit    int
+	limit    int                     // Config.FillConcurrency
+	live     parley.LiveConfigSource // GatewayFillConcurrency > 0 overrides limit
 	readLog  func(ctx context.Context, channelID string, after int64, limit int) ([]parley.Event, error)
 	prepare  func(evs []parley.Event, recv time.Time) []*event
 	now      func() time.Time
@@ -51,6 +52,7 @@ type fillJob struct {
 func newFillPool(limit int, g *Gateway) *fillPool {
 	return &fillPool{
 		limit:    limit,
+		live:     g.cfg.Live,
 		readLog:  g.store.ChannelLog,
 		prepare:  g.prepare,
 		now:      g.now,
@@ -95,17 +97,28 @@ func (f *fillPool) request(p *partition, s *session, channelID string, after int
 	j.add(p, s)
 	f.queued[channelID] = j
 	f.queue = append(f.queue, j)
-	if f.running < f.limit {
+	if f.running < f.limitNow() {
 		f.running++
 		go f.work()
 	}
+}
+
+// limitNow is how many reads may run at once: the live key's, if set.
+func (f *fillPool) limitNow() int {
+	if f.live != nil {
+		if n := f.live.LiveConfig().GatewayFillConcurrency; n > 0 {
+			return n
+		}
+	}
+	return f.limit
 }
 
 // work runs queued jobs until none is left.
 func (f *fillPool) work() {
 	for {
 		f.mu.Lock()
-		if len(f.queue) == 0 {
+		// A lowered limit takes effect as workers finish their reads.
+		if len(f.queue) == 0 || f.running > f.limitNow() {
 			f.running--
 			f.mu.Unlock()
 			return

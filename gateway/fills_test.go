@@ -83,11 +83,17 @@ type fillScene struct {
 }
 
 func newFillScene(t testing.TB, k, channels, messages int) *fillScene {
+	return newFillSceneLive(t, k, channels, messages, nil)
+}
+
+// newFillSceneLive is newFillScene with a live configuration.
+func newFillSceneLive(t testing.TB, k, channels, messages int, live parley.LiveConfigSource) *fillScene {
 	var gs *logGate
 	e := newEnv(t, func(c *Config) {
 		gs = newLogGate(c.Store)
 		c.Store = gs
 		c.FillConcurrency = k
+		c.Live = live
 	})
 	sc := &fillScene{e: e, last: map[string]int64{}, byPart: map[*partition][]*session{}}
 	sc.owner = e.user("owner")
@@ -204,6 +210,27 @@ func TestFillsSharedAndBounded(t *testing.T) {
 	}
 	if got := counterValue(t, sc.e.reg, "parley_gateway_session_catchups_total"); got != channels*perChannel {
 		t.Errorf("parley_gateway_session_catchups_total = %v, want %d", got, channels*perChannel)
+	}
+}
+
+// TestFillLimitIsLive: the live key gateway_fill_concurrency, when set,
+// bounds the reads instead of the node's flag.
+func TestFillLimitIsLive(t *testing.T) {
+	const flag, live, channels, perChannel = 4, 1, 4, 20
+	lc := parley.DefaultLiveConfig()
+	lc.GatewayFillConcurrency = live
+	sc := newFillSceneLive(t, flag, channels, 3, parley.StaticConfig(lc))
+	sc.fallBehind(perChannel)
+	waitUntil(t, "a read at the gate", func() bool {
+		peak, _ := sc.gs.counts()
+		return peak >= live
+	})
+	sc.gs.release()
+	waitUntil(t, "every session caught up", func() bool {
+		return sc.caughtUp(t) == channels*perChannel || t.Failed()
+	})
+	if peak, reads := sc.gs.counts(); peak != live || reads != channels {
+		t.Fatalf("peak %d reads at once, %d reads; want %d at once (the live key, not the flag's %d), %d reads", peak, reads, live, flag, channels)
 	}
 }
 

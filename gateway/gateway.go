@@ -35,6 +35,7 @@ type Gateway struct {
 	identifyQueue *admission
 	typing        *typingLimiter
 	jit           *jitUsers
+	deflateStats  *deflateMetrics
 	stopHandover  func() error
 	moved         movedNotes // where handed-over sessions went
 	sweepEvery    time.Duration
@@ -94,6 +95,7 @@ func newGateway(cfg Config) (*Gateway, error) {
 		stop:          make(chan struct{}),
 		conns:         map[*conn]struct{}{},
 	}
+	g.deflateStats = newDeflateMetrics(cfg.Registerer)
 	g.sweepEvery = min(time.Second, cfg.HeartbeatInterval/4, cfg.ResumeWindow/4, cfg.ReplayTTL/4)
 	g.sweepEvery = max(g.sweepEvery, 5*time.Millisecond)
 	g.hub = newHub(g)

@@ -46,6 +46,7 @@ type handoverReply struct {
 	Entries     []handoverEntry  `json:"entries,omitempty"`  // s = Seq+1 … LastS
 	Presence    []string         `json:"presence,omitempty"` // watched users
 	Focus       []string         `json:"focus,omitempty"`
+	Admin       bool             `json:"admin,omitempty"`       // the user administers the workspace
 	KnownUsers  []string         `json:"known_users,omitempty"` // users sent to it (jit.go)
 }
 
@@ -204,7 +205,7 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 		return nil, errors.New("inconsistent handover reply")
 	}
 	s := g.newSession(sessionID, rep.UserID, rep.WorkspaceID, tokenHash)
-	topics := []string{parley.TopicUser(rep.UserID), parley.TopicWorkspace(rep.WorkspaceID)}
+	topics := sessionTopics(rep.UserID, rep.WorkspaceID, rep.Admin)
 	refs := make([]parley.ChannelRef, 0, len(rep.Channels))
 	for id, last := range rep.Channels {
 		refs = append(refs, parley.ChannelRef{ID: id, LastSeq: last})
@@ -213,7 +214,7 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 	if err := g.acquireAll(topics, refs, starts); err != nil {
 		return nil, err
 	}
-	s.topics = topics
+	s.topics, s.admin = topics, rep.Admin
 	g.registry.add(s)
 	g.metrics.sessions.Inc()
 	recv := g.now()
@@ -226,12 +227,12 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 		g.learnUsers(s, rep.KnownUsers)
 		for _, en := range rep.Entries {
 			s.lastS++
-			e := &event{tail: []byte(en.Tail), ephemeral: en.Ephemeral, recv: recv}
+			e := &event{tail: []byte(en.Tail), ephemeral: en.Ephemeral, recv: recv, z: new(deflated)}
 			s.ring.push(s.lastS, entry{ev: e, at: p.now})
 		}
 	})
 	<-done
-	s.setFocus(rep.Focus)
+	g.focus(s, rep.Focus)
 	if len(rep.Presence) > 0 {
 		g.watchPresence(s, rep.Presence)
 	}

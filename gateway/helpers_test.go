@@ -149,6 +149,8 @@ type frame struct {
 	Reason       string          `json:"reason"`
 	RetryAfterMS int64           `json:"retry_after_ms"`
 	HeartbeatMS  int64           `json:"heartbeat_ms"`
+	Limit        int             `json:"limit"`
+	Requested    int             `json:"requested"`
 }
 
 // eventData is the part of an event's d the tests look at.
@@ -537,4 +539,41 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 type muxlessBus struct {
 	parley.EventBus
 	parley.Requester
+}
+
+// onSession runs fn with the session on its partition goroutine and waits
+// for it; false if the node has no such session.
+func (e *env) onSession(id string, fn func(p *partition, s *session)) bool {
+	e.t.Helper()
+	s := e.gw.registry.get(id)
+	if s == nil {
+		return false
+	}
+	done := make(chan struct{})
+	s.p.postAsync(func() {
+		defer close(done)
+		fn(s.p, s)
+	})
+	select {
+	case <-done:
+	case <-time.After(waitTimeout):
+		e.t.Fatalf("session %s: its partition did not answer", id)
+	}
+	return true
+}
+
+// viewing waits until the session has the channels in focus (focus is
+// applied on the session's partition after the frame is read).
+func (e *env) viewing(sessionID string, channelIDs ...string) {
+	e.t.Helper()
+	waitUntil(e.t, "focus applied", func() bool {
+		all := false
+		e.onSession(sessionID, func(_ *partition, s *session) {
+			all = true
+			for _, id := range channelIDs {
+				all = all && s.viewing[id]
+			}
+		})
+		return all
+	})
 }

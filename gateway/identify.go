@@ -40,7 +40,8 @@ func (c *conn) identify(f *inFrame) {
 		c.authFailed("identify", err)
 		return
 	}
-	if _, err := g.store.GetWorkspace(ctx, login.UserID, f.WorkspaceID); err != nil {
+	ws, err := g.store.GetWorkspace(ctx, login.UserID, f.WorkspaceID)
+	if err != nil {
 		c.authFailed("identify", err)
 		return
 	}
@@ -51,7 +52,8 @@ func (c *conn) identify(f *inFrame) {
 	}
 
 	s := g.newSession(g.cfg.NodeID+"."+randomID(10), login.UserID, f.WorkspaceID, hash)
-	topics := []string{parley.TopicUser(login.UserID), parley.TopicWorkspace(f.WorkspaceID)}
+	admin := ws.Role.IsAdmin()
+	topics := sessionTopics(login.UserID, f.WorkspaceID, admin)
 	starts := make([]int64, len(refs))
 	if err := g.acquireAll(topics, refs, starts); err != nil {
 		g.log.Error("gateway subscribe failed", "user_id", login.UserID, "err", err)
@@ -59,7 +61,7 @@ func (c *conn) identify(f *inFrame) {
 		c.closeWith(parley.CloseUnknownError, "internal error")
 		return
 	}
-	s.topics = topics
+	s.topics, s.admin = topics, admin
 	g.registry.add(s)
 	g.metrics.sessions.Inc()
 
@@ -71,6 +73,15 @@ func (c *conn) identify(f *inFrame) {
 	g.presenceConnect(s)
 	s.p.post(func() { s.p.addSession(s, c, refs, starts) })
 	g.metrics.identifies.WithLabelValues("ok").Inc()
+}
+
+// sessionTopics are the plain topics a session follows: its user's, and
+// the workspace admins' when its user is one.
+func sessionTopics(userID, workspaceID string, admin bool) []string {
+	if admin {
+		return []string{parley.TopicUser(userID), parley.TopicAdmins(workspaceID)}
+	}
+	return []string{parley.TopicUser(userID)}
 }
 
 // acquireAll takes the node references of a new session: its plain topics

@@ -10,7 +10,8 @@ import (
 
 // Bounds on what one connection may send. The frame size is nbio's
 // (Config.MaxFrameBytes, close 1009); the lists of focus and presence_sub
-// are cut to maxFocusChannels and maxPresenceUsers; ids are at most
+// are cut to maxFocusChannels and parley.MaxUsersInView (the client is
+// told, presence_sub_limited); ids are at most
 // maxIDBytes (Parley's ids are 27 characters) so that a typing op cannot
 // fill the typing throttle with 16 KiB keys; and every frame, whatever its
 // op, takes a token from the connection's bucket (Config.InboundRate).

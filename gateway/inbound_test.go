@@ -153,8 +153,8 @@ func TestInboundBounds(t *testing.T) {
 	if focus != maxFocusChannels {
 		t.Fatalf("focus keeps %d ids, want %d", focus, maxFocusChannels)
 	}
-	if n := counterValue(t, e.reg, "parley_gateway_presence_hidden_total"); n != maxPresenceUsers {
-		t.Fatalf("presence_sub checked %v ids, want the first %d", n, maxPresenceUsers)
+	if n := counterValue(t, e.reg, "parley_gateway_presence_hidden_total"); n != parley.MaxUsersInView {
+		t.Fatalf("presence_sub checked %v ids, want the first %d", n, parley.MaxUsersInView)
 	}
 	e.gw.typing.mu.Lock()
 	keys := len(e.gw.typing.last)

@@ -369,6 +369,7 @@ func withUsersTail(e *event, missing uint64) *event {
 	tail = append(tail, "]}"...)
 	v := *e
 	v.tail, v.users = tail, nil
+	v.z = new(deflated)
 	return &v
 }
 

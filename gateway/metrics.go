@@ -25,6 +25,8 @@ type metrics struct {
 	fillsInFlight    prometheus.Gauge
 	typingDropped    prometheus.Counter
 	presenceHidden   prometheus.Counter
+	viewLimited      prometheus.Counter
+	previews         prometheus.Counter
 	floodCloses      prometheus.Counter
 
 	admissionWaiting  prometheus.Gauge
@@ -67,6 +69,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "parley_gateway_typing_dropped_total", Help: "Typing ops dropped by the per-user, per-channel throttle, for non-members, or for ids over 64 bytes."}),
 		presenceHidden: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_gateway_presence_hidden_total", Help: "User ids dropped from presence_sub because the session may not see them (not in its workspace), or could not be checked."}),
+		viewLimited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_view_limited_total", Help: "presence_sub frames naming more users than a session may have in view (parley.MaxUsersInView): the first were kept, and the session was told with presence_sub_limited."}),
+		previews: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_previews_total", Help: "Previews started: a session following a public channel its user is not in while it has it in focus."}),
 		floodCloses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_gateway_inbound_rate_closes_total", Help: "Connections closed 4008 because they sent frames faster than Config.InboundRate."}),
 		admissionWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -105,6 +111,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.fillsInFlight = promutil.Register(reg, m.fillsInFlight)
 	m.typingDropped = promutil.Register(reg, m.typingDropped)
 	m.presenceHidden = promutil.Register(reg, m.presenceHidden)
+	m.viewLimited = promutil.Register(reg, m.viewLimited)
+	m.previews = promutil.Register(reg, m.previews)
 	m.floodCloses = promutil.Register(reg, m.floodCloses)
 	m.admissionWaiting = promutil.Register(reg, m.admissionWaiting)
 	m.admissionWait = promutil.Register(reg, m.admissionWait)

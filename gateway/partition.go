@@ -40,6 +40,8 @@ type partition struct {
 	dropped    int       // ephemeral events dropped, not yet added to the metric
 
 	jitMemo jitMemo // the variants with users of the event being delivered (jit.go)
+
+	deflate deflateState // compression settings and counts (deflate.go)
 }
 
 // item is one inbox entry: an event for a topic, or a request to run.
@@ -196,6 +198,7 @@ func (p *partition) publishCounts() {
 		p.env.metrics.droppedEphemeral.Add(float64(p.dropped))
 		p.dropped = 0
 	}
+	p.publishDeflate()
 }
 
 // deliver enqueues e to every session of this partition that follows
@@ -230,13 +233,26 @@ func (p *partition) deliverTo(s *session, e *event, kind parley.TopicKind) {
 	if e.workspaceID != "" && e.workspaceID != s.workspaceID {
 		return // a user topic carries all of the user's workspaces
 	}
-	if e.typ == parley.EventTypingStarted && e.userID == s.userID {
-		return // not back to the typer
-	}
-	if e.typ == parley.EventSessionRevoked {
+	switch e.typ {
+	case parley.EventTypingStarted:
+		if e.userID == s.userID || !s.viewing[e.channelID] {
+			return // to the channel's viewers, not back to the typer
+		}
+	case parley.EventUserUpdated, parley.EventUserStatus:
+		if kind == parley.TopicKindProfile && e.userID == s.userID {
+			return // its own changes come on its user topic
+		}
+	case parley.EventSessionRevoked:
 		// Internal to the servers: it closes that token's sockets.
 		if e.tokenHash == s.tokenHash {
 			p.kill(s, parley.CloseAuthFailed, "session revoked")
+		}
+		return
+	case parley.EventWorkspaceMemberUpdated:
+		// Internal to the servers: the user's role changed, so its
+		// sessions follow the admins' topic or stop.
+		if e.userID == s.userID {
+			p.setAdmin(s, e.role.IsAdmin())
 		}
 		return
 	}
@@ -257,6 +273,9 @@ func (p *partition) deliverTo(s *session, e *event, kind parley.TopicKind) {
 		// leaves it behind, and the resync reads the event again.
 		p.enqueue(s, e)
 		cp.last = e.seq
+		if cp.preview && e.typ == parley.EventMemberJoined && e.userID == s.userID {
+			cp.preview = false // joined while previewing: a member from here on
+		}
 		if (cp.until > 0 && cp.last >= cp.until) || (e.typ == parley.EventMemberLeft && e.userID == s.userID) {
 			p.leave(s, e.channelID)
 		}
@@ -375,6 +394,7 @@ func (p *partition) flush(s *session) {
 		p.env.metrics.queueDepth.Observe(float64(s.lastS - s.sentS))
 	}
 	c.cork(p.corkBuf)
+	z := p.deflateFor(c)
 	failed := false
 	for budget > 0 {
 		if s.resumeOwed && s.sentS == s.resumeMark {
@@ -392,13 +412,13 @@ func (p *partition) flush(s *session) {
 		if en == nil {
 			break // cannot happen: unsent entries are never dropped
 		}
-		p.scratch = appendEventFrame(p.scratch[:0], s.sentS+1, en.ev.tail)
-		if !c.text(p.scratch) {
+		n, ok := p.writeEvent(c, z, s.sentS+1, en.ev)
+		if !ok {
 			failed = true
 			break
 		}
 		s.sentS++
-		budget -= len(p.scratch)
+		budget -= n
 	}
 	p.corkBuf = c.uncork()
 	if failed {
@@ -408,6 +428,11 @@ func (p *partition) flush(s *session) {
 		if !c.armWritable() {
 			p.markDirty(s) // drained meanwhile: next round
 		}
+		return
+	}
+	if s.presenceRetry {
+		s.presenceRetry = false
+		p.env.refreshPresence(s)
 	}
 }
 
@@ -463,6 +488,11 @@ func (p *partition) reapOne(d doom) {
 		p.indexRemove(t, s)
 		p.env.later(subOp{topic: t, release: true})
 	}
+	for id := range s.inView {
+		p.indexRemove(parley.TopicProfile(id), s)
+		p.env.later(subOp{topic: parley.TopicProfile(id), release: true})
+	}
+	clear(s.inView)
 	clear(s.chans)
 	s.ring.reset()
 	delete(p.sessions, s)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"parley"
 )
 
 // partitionEnv is all a partition reaches outside itself: a few settings,
@@ -35,7 +37,10 @@ type partitionEnv struct {
 	presenceDisconnect func(*session)
 	fills              *fillPool               // catch-up reads (fills.go)
 	knownUsers         func(*session) []string // for a handover (jit.go)
+	refreshPresence    func(*session)          // send the presence dropped meanwhile (conn.go)
 	logPanic           func(where string, v any, attrs ...any)
+	live               parley.LiveConfigSource // compression settings (deflate.go)
+	deflate            *deflateMetrics
 }
 
 // partitionEnv builds the environment of the gateway's partitions.
@@ -60,6 +65,9 @@ func (g *Gateway) partitionEnv() *partitionEnv {
 		presenceDisconnect: g.presenceDisconnect,
 		fills:              newFillPool(g.cfg.FillConcurrency, g),
 		knownUsers:         g.knownUserIDs,
+		refreshPresence:    func(s *session) { go g.refreshPresence(s) },
 		logPanic:           g.logPanic,
+		live:               g.cfg.Live,
+		deflate:            g.deflateStats,
 	}
 }

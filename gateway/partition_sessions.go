@@ -88,11 +88,12 @@ func (p *partition) handOver(s *session, req handoverRequest) handoverReply {
 		Channels:    make(map[string]int64, len(s.chans)),
 	}
 	for id, cp := range s.chans {
-		if cp.until > 0 {
-			continue // leaving: the new node need not follow it
+		if cp.until > 0 || cp.preview {
+			continue // leaving, or a preview: the new node previews afresh from focus
 		}
 		rep.Channels[id] = cp.last
 	}
+	rep.Admin = s.admin
 	for seq := req.Seq + 1; seq <= s.lastS; seq++ {
 		en := s.ring.at(seq)
 		rep.Entries = append(rep.Entries, handoverEntry{Tail: string(en.ev.tail), Ephemeral: en.ev.ephemeral})

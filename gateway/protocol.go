@@ -11,11 +11,9 @@ import (
 
 // The ops, close codes and event types are package parley's (protocol.go).
 
-// Bounds on the lists of the client ops.
-const (
-	maxFocusChannels = 100
-	maxPresenceUsers = 500
-)
+// maxFocusChannels bounds focus's list; presence_sub's is
+// parley.MaxUsersInView.
+const maxFocusChannels = 100
 
 // inFrame is any client frame: the fields of every op side by side.
 type inFrame struct {
@@ -52,6 +50,12 @@ type resumedFrame struct {
 type invalidSessionFrame struct {
 	Op     string `json:"op"`
 	Reason string `json:"reason"`
+}
+
+type presenceSubLimitedFrame struct {
+	Op        string `json:"op"`
+	Limit     int    `json:"limit"`
+	Requested int    `json:"requested"`
 }
 
 type reconnectFrame struct {

@@ -37,6 +37,7 @@ const (
 	panicHandover  = "gateway_handover"  // a handover request from another node
 	panicPresence  = "gateway_presence"  // a presence watch's callback
 	panicConn      = "gateway_conn"      // reading one client frame
+	panicPreview   = "gateway_preview"   // the store read that starts a preview
 )
 
 type afterPanic uint8

@@ -19,6 +19,7 @@ type session struct {
 	tokenHash   string
 	p           *partition
 
+	watchMu      sync.Mutex        // orders changes of the presence watch (conn.go)
 	mu           sync.Mutex        // guards the fields up to the blank line
 	watchCancel  func()            // the presence watch of presence_sub
 	watched      []string          // the users of that watch
@@ -35,11 +36,17 @@ type session struct {
 	sentS      uint64 // the last s written to c
 	chans      map[string]*chanPos
 	left       map[string]int64 // channels left: the last seq given (nil until one is)
-	topics     []string         // the non-channel topics it holds (user, workspace)
+	topics     []string         // the non-channel topics it holds (user; admins' for an admin)
+	admin      bool             // its user administers the workspace: it follows the admins' topic
+	inView     map[string]bool  // the users in view whose profile topics it holds (not its own user)
+	viewing    map[string]bool  // the channels in focus (typing goes only there)
 	known      userSet          // the users sent to it (jit.go)
 	detachedAt int64            // unix nanos; 0 while attached
 	dirty      bool             // in the partition's dirty list
-	removed    bool
+	// presenceRetry: a presence change was dropped while attached (the
+	// queue was half full); flush watches afresh once the queue is empty.
+	presenceRetry bool
+	removed       bool
 	// resumeMark > 0: a resumed frame is owed after the event with this s.
 	resumeMark  uint64
 	resumeCount uint64
@@ -52,6 +59,7 @@ type chanPos struct {
 	until    int64    // > 0: the session leaves the channel after this seq
 	later    []*event // the user's own member events after until, for leave
 	catching bool     // a read of the log for this session is in flight
+	preview  bool     // a public channel the user is not in, followed while in focus
 }
 
 func newSession(id, userID, workspaceID, tokenHash string, p *partition) *session {

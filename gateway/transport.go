@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,8 @@ import (
 	"github.com/lesismal/nbio/logging"
 	"github.com/lesismal/nbio/nbhttp"
 	"github.com/lesismal/nbio/nbhttp/websocket"
+
+	"parley"
 )
 
 // The socket layer, on lesismal/nbio (docs/gateway.md says why). The
@@ -28,8 +31,18 @@ type transport struct {
 	engine   *nbhttp.Engine
 	upgrader *websocket.Upgrader
 
+	live parley.LiveConfigSource // compression on or off for new connections
+
 	mu      sync.Mutex
-	pending map[string]*conn // guarded by mu: upgrades in progress, by remote address
+	pending map[string]pendingConn // guarded by mu: upgrades in progress, by remote address
+}
+
+// pendingConn is an upgrade in progress.
+type pendingConn struct {
+	c *conn
+	// deflateOK: the client's offer (if any) lets a shared compressed tail
+	// through (offersWindowLimit).
+	deflateOK bool
 }
 
 // lowWaterDivisor: a blocked session is told to write again once its
@@ -40,7 +53,7 @@ var nbioLogOnce sync.Once
 
 func newTransport(g *Gateway) (*transport, error) {
 	nbioLogOnce.Do(func() { logging.SetLogger(nbioLogger{g.log.With("component", "nbio")}) })
-	t := &transport{pending: map[string]*conn{}}
+	t := &transport{pending: map[string]pendingConn{}, live: g.cfg.Live}
 	t.engine = nbhttp.NewEngine(nbhttp.Config{
 		Name:                    "parley-gateway-" + g.cfg.NodeID,
 		ReleaseWebsocketPayload: true,
@@ -56,14 +69,20 @@ func newTransport(g *Gateway) (*transport, error) {
 			return
 		}
 		t.mu.Lock()
-		c := t.pending[nc.RemoteAddr().String()]
+		pc := t.pending[nc.RemoteAddr().String()]
 		delete(t.pending, nc.RemoteAddr().String())
 		t.mu.Unlock()
+		c := pc.c
 		if c == nil {
 			return
 		}
-		cc := &corkConn{Conn: nc, lowWater: int64(g.cfg.WriteHighWater / lowWaterDivisor), onWritable: c.writable}
+		cc := &corkConn{Conn: nc, lowWater: int64(g.cfg.WriteHighWater / lowWaterDivisor), onWritable: c.writable,
+			handshake: true, deflateOK: pc.deflateOK}
 		wsc.Conn = cc
+		// nbio would compress every message once per connection; the
+		// gateway compresses event frames itself, once per event
+		// (deflate.go), and sends the rest uncompressed.
+		wsc.EnableWriteCompression(false)
 		c.ws, c.nb = wsc, cc
 		wsc.SetSession(c)
 	})
@@ -82,6 +101,11 @@ func newTransport(g *Gateway) (*transport, error) {
 	u.Engine = t.engine
 	u.KeepaliveTime = 0 // the gateway's heartbeats decide
 	u.MessageLengthLimit = g.cfg.MaxFrameBytes
+	// permessage-deflate: nbio answers an offer with
+	// server_no_context_takeover and client_no_context_takeover. Client
+	// frames may come compressed; they inflate to at most MaxFrameBytes.
+	u.EnableCompression(true)
+	u.WebsocketDecompressor = inflateLimit(g.cfg.MaxFrameBytes)
 	u.CheckOrigin = func(*http.Request) bool { return true } // checked before the upgrade
 	u.OnMessage(func(wsc *websocket.Conn, mt websocket.MessageType, data []byte) {
 		if c, ok := wsc.Session().(*conn); ok {
@@ -112,8 +136,14 @@ func newTransport(g *Gateway) (*transport, error) {
 // upgrade moves the request's socket to the poller and returns the
 // gateway's connection for it.
 func (t *transport) upgrade(w http.ResponseWriter, r *http.Request, c *conn) error {
+	ext := r.Header.Values("Sec-Websocket-Extensions")
+	if len(ext) > 0 && !t.live.LiveConfig().GatewayCompression {
+		// Off: the connection does not negotiate the extension at all.
+		r.Header.Del("Sec-Websocket-Extensions")
+		ext = nil
+	}
 	t.mu.Lock()
-	t.pending[r.RemoteAddr] = c
+	t.pending[r.RemoteAddr] = pendingConn{c: c, deflateOK: len(ext) > 0 && !offersWindowLimit(ext)}
 	t.mu.Unlock()
 	_, err := t.upgrader.UpgradeAndTransferConnToPoller(w, r, nil)
 	t.mu.Lock()
@@ -136,9 +166,15 @@ type corkConn struct {
 	*nbio.Conn
 	lowWater int64
 
-	mu     sync.Mutex // guards corked and buf, and orders writes
+	mu     sync.Mutex // guards corked, buf and handshake, and orders writes
 	corked bool
 	buf    []byte
+	// handshake: the next write is nbio's 101 answer, which says whether
+	// permessage-deflate was negotiated.
+	handshake  bool
+	deflateOK  bool        // the client's offer suits the shared frames (offersWindowLimit)
+	negotiated atomic.Bool // permessage-deflate was agreed: the client may send RSV1 frames
+	deflate    atomic.Bool // event frames may go out compressed (deflate.go)
 
 	queued     atomic.Int64 // bytes handed to nbio
 	written    atomic.Int64 // bytes nbio wrote to the socket
@@ -149,6 +185,12 @@ type corkConn struct {
 func (c *corkConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.handshake {
+		c.handshake = false
+		agreed := bytes.Contains(b, negotiatedDeflate)
+		c.negotiated.Store(agreed)
+		c.deflate.Store(agreed && c.deflateOK)
+	}
 	if c.corked {
 		c.buf = append(c.buf, b...)
 		return len(b), nil
@@ -156,6 +198,10 @@ func (c *corkConn) Write(b []byte) (int, error) {
 	c.queued.Add(int64(len(b)))
 	return c.Conn.Write(b)
 }
+
+// negotiatedDeflate is the line of nbio's 101 answer that accepts the
+// client's permessage-deflate offer.
+var negotiatedDeflate = []byte("\r\nSec-WebSocket-Extensions: permessage-deflate")
 
 func (c *corkConn) cork(buf []byte) {
 	c.mu.Lock()

@@ -165,8 +165,11 @@ func (m *Manager) set(c parley.LiveConfig) {
 
 // Patch holds the fields of a change; nil fields are left as they are.
 type Patch struct {
-	CollapsedThreads         *bool `json:"collapsed_threads,omitempty"`
-	ChannelMentionMaxMembers *int  `json:"channel_mention_max_members,omitempty"`
+	CollapsedThreads           *bool `json:"collapsed_threads,omitempty"`
+	ChannelMentionMaxMembers   *int  `json:"channel_mention_max_members,omitempty"`
+	GatewayCompression         *bool `json:"gateway_compression,omitempty"`
+	GatewayCompressionMinBytes *int  `json:"gateway_compression_min_bytes,omitempty"`
+	GatewayFillConcurrency     *int  `json:"gateway_fill_concurrency,omitempty"`
 	RatePatch
 }
 
@@ -218,6 +221,21 @@ func (p Patch) Apply(c parley.LiveConfig) (parley.LiveConfig, error) {
 			return c, parley.Errorf(parley.EINVALID, "channel_mention_max_members must be 0 (no cap) or more")
 		}
 		c.ChannelMentionMaxMembers = *p.ChannelMentionMaxMembers
+	}
+	if p.GatewayCompression != nil {
+		c.GatewayCompression = *p.GatewayCompression
+	}
+	if p.GatewayCompressionMinBytes != nil {
+		if n := *p.GatewayCompressionMinBytes; n < 0 || n > parley.MaxGatewayCompressionMinBytes {
+			return c, parley.Errorf(parley.EINVALID, "gateway_compression_min_bytes must be 0 to %d", parley.MaxGatewayCompressionMinBytes)
+		}
+		c.GatewayCompressionMinBytes = *p.GatewayCompressionMinBytes
+	}
+	if p.GatewayFillConcurrency != nil {
+		if n := *p.GatewayFillConcurrency; n < 0 || n > parley.MaxGatewayFillConcurrency {
+			return c, parley.Errorf(parley.EINVALID, "gateway_fill_concurrency must be 0 (the node's --fill-concurrency) to %d", parley.MaxGatewayFillConcurrency)
+		}
+		c.GatewayFillConcurrency = *p.GatewayFillConcurrency
 	}
 	p.RatePatch.apply(&c.LiveRates)
 	return c, nil

@@ -255,3 +255,44 @@ func TestRateSettings(t *testing.T) {
 		t.Errorf("after reset: %v", got)
 	}
 }
+
+// TestGatewayCompressionSettings: compression is on by default with a
+// 256-byte threshold; both change over HTTP, and a threshold out of range
+// is 400 and changes nothing.
+func TestGatewayCompressionSettings(t *testing.T) {
+	if d := parley.DefaultLiveConfig(); !d.GatewayCompression || d.GatewayCompressionMinBytes != parley.DefaultGatewayCompressionMinBytes {
+		t.Fatalf("defaults: %+v", d)
+	}
+	for _, n := range []int{-1, parley.MaxGatewayCompressionMinBytes + 1} {
+		if _, err := (liveconfig.Patch{GatewayCompressionMinBytes: &n}).Apply(parley.DefaultLiveConfig()); parley.ErrorCode(err) != parley.EINVALID {
+			t.Fatalf("min bytes %d: %v, want EINVALID", n, err)
+		}
+	}
+	c, err := liveconfig.Patch{GatewayCompression: ptr(false), GatewayCompressionMinBytes: ptr(0)}.Apply(parley.DefaultLiveConfig())
+	if err != nil || c.GatewayCompression || c.GatewayCompressionMinBytes != 0 {
+		t.Fatalf("apply: %+v %v", c, err)
+	}
+
+	s, b := openStore(t), startBus(t)
+	m := startManager(t, s, b, liveconfig.Options{Refresh: -1})
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	put := func(body string) int {
+		req, _ := http.NewRequest("PUT", srv.URL+"/config", strings.NewReader(body))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := put(`{"gateway_compression_min_bytes": 2000000}`); code != 400 {
+		t.Fatalf("out of range: %d", code)
+	}
+	if code := put(`{"gateway_compression": false, "gateway_compression_min_bytes": 512}`); code != 200 {
+		t.Fatalf("change: %d", code)
+	}
+	if got := m.LiveConfig(); got.GatewayCompression || got.GatewayCompressionMinBytes != 512 {
+		t.Fatalf("after the change: %+v", got)
+	}
+}

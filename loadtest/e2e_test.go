@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"parley/gateway"
 	"parley/httpapi"
 	"parley/natsbus"
+	"parley/presence"
 	"parley/sqlstore"
 )
 
@@ -37,7 +39,12 @@ func newNode(t *testing.T) (string, parley.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Config{Store: st, Bus: bus, NodeID: "n1", Logger: quiet, Partitions: 2})
+	tracker, err := presence.New(presence.Config{Bus: bus, NodeID: "n1", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetPresence(tracker)
+	gw, err := gateway.New(gateway.Config{Store: st, Bus: bus, Presence: tracker, NodeID: "n1", Logger: quiet, Partitions: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +57,7 @@ func newNode(t *testing.T) (string, parley.Store) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		gw.Shutdown(ctx)
+		tracker.Close()
 		srv.Close()
 		st.Close()
 		bus.Close()
@@ -135,6 +143,9 @@ func seedFileFor(t *testing.T, st parley.Store, users, channels int) string {
 func TestScenariosEndToEnd(t *testing.T) {
 	url, st := newNode(t)
 	for _, sc := range Scenarios {
+		if sc == ScenarioAudience {
+			continue // TestAudienceEndToEnd: a workspace with offline users
+		}
 		t.Run(sc, func(t *testing.T) {
 			out := t.TempDir()
 			res, err := Run(t.Context(), Config{URL: url, Scenario: sc, Seed: seedFileFor(t, st, 4, 2), Rate: 20,
@@ -160,7 +171,7 @@ func TestScenariosEndToEnd(t *testing.T) {
 			want := map[string]float64{"connect": 200, "post": 20}
 			switch sc {
 			case ScenarioJoinSpike:
-				want = map[string]float64{"connect": 200, "join": 20}
+				want = map[string]float64{"connect": 200, "join": 20, "post": 2}
 			case ScenarioSteady:
 				want = map[string]float64{"connect": 200, "action": 20}
 			}
@@ -182,6 +193,11 @@ func TestScenariosEndToEnd(t *testing.T) {
 				if res.Latency["join_api"].Count != 3 || res.Latency["join_delivery"].Count == 0 {
 					t.Errorf("joins: %+v", res.Latency)
 				}
+				// The watcher, the owner-less joiners before each join:
+				// every join reaches at least the watcher's session.
+				if res.Extra["joins_accepted"] != 3 || res.Extra["frames_per_join"] < 1 || res.Extra["all_frames_per_join"] < res.Extra["frames_per_join"] {
+					t.Errorf("join frames: %v", res.Extra)
+				}
 			case ScenarioSteady:
 				if res.Latency["delivery"].Count == 0 {
 					t.Errorf("steady: %+v", res.Latency)
@@ -193,5 +209,89 @@ func TestScenariosEndToEnd(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// routedByAudience says whether the server in this tree sends user,
+// membership and workspace events only to their audience (issue 19). Set
+// it when the server side lands: the test then asserts the per-action
+// bounds; before, it asserts that every action reached every session.
+const routedByAudience = true
+
+// The audience scenario, tiny: 12 users (6 online, 1 admin), views of 5
+// users, 4 status changes, 4 channel joins, 2 workspace joins.
+func TestAudienceEndToEnd(t *testing.T) {
+	url, st := newNode(t)
+	out := t.TempDir()
+	res, err := Run(t.Context(), Config{URL: url, Scenario: ScenarioAudience, Seed: seedFileFor(t, st, 12, 2), Users: 6,
+		View: 5, Admins: 1, StatusChanges: 4, Joins: 4, WorkspaceJoins: 2, Rate: 20, CatchUp: 20 * time.Second,
+		Out: out, ServerPID: os.Getpid(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum strings.Builder
+	res.Print(&sum)
+	t.Log(sum.String())
+	t.Logf("stale wait %.1f s, run %.1f s", res.Audience.StaleWaitS, res.RunSeconds)
+	a := res.Audience
+	if a == nil {
+		t.Fatal("no audience figures")
+	}
+	if !res.Pass || res.Lost != 0 || res.Duplicated != 0 || res.OutOfOrder != 0 || res.Connected != 6 || a.StaleEntries != 0 {
+		t.Fatalf("%+v\naudience %+v", res, a)
+	}
+	// Every session has a view: 4 recent posters of its channel (itself
+	// left out: 3 or 4) and a DM partner.
+	if a.Sessions != 6 || a.AdminSessions != 1 || a.ViewMean < 3 || a.Entries < 6*3 || len(a.Phases) != 3 {
+		t.Fatalf("audience %+v", a)
+	}
+	want := map[string]int{"status": 4, "join": 4, "ws_join": 2}
+	for _, ph := range a.Phases {
+		if ph.OK != want[ph.Name] || ph.Failed != 0 || ph.Actions != ph.OK {
+			t.Errorf("%s: %d of %d actions ok, %d failed", ph.Name, ph.OK, ph.Actions, ph.Failed)
+		}
+		var sum int64
+		for _, n := range ph.FramesByType {
+			sum += n
+		}
+		if ph.Frames != sum || ph.ServerCPUSeconds < 0 || ph.BroadcastFrames != int64(ph.OK*a.Sessions)*map[bool]int64{true: 2, false: 1}[ph.Name == "ws_join"] {
+			t.Errorf("%s: %+v", ph.Name, ph)
+		}
+		if routedByAudience {
+			// Each action reaches at most its audience, and no frame goes
+			// outside it; a status change reaches exactly its viewers'
+			// sessions and its own, a workspace join exactly the admins'.
+			var mis int64
+			for _, n := range ph.Misdirected {
+				mis += n
+			}
+			if mis != 0 || ph.OverBound != 0 || ph.ActionFrames > ph.BoundFrames {
+				t.Errorf("%s: %d misdirected (%v), %d actions over their bound, %d frames for a bound of %d",
+					ph.Name, mis, ph.Misdirected, ph.OverBound, ph.ActionFrames, ph.BoundFrames)
+			}
+			switch ph.Name {
+			case "status":
+				if ph.ActionFrames != ph.BoundFrames {
+					t.Errorf("status: %d frames, want exactly the viewers' and own sessions, %d", ph.ActionFrames, ph.BoundFrames)
+				}
+			case "ws_join":
+				if ph.ActionFrames != int64(ph.OK*a.AdminSessions) {
+					t.Errorf("ws_join: %d frames, want %d (the admins' sessions)", ph.ActionFrames, ph.OK*a.AdminSessions)
+				}
+			}
+		} else if ph.ActionFrames < int64(ph.OK*a.Sessions) {
+			// Broadcast: every action reaches every session. A server that
+			// routes by audience fails here: set routedByAudience.
+			t.Errorf("%s: %d frames for %d actions and %d sessions: is the server routing by audience now? set routedByAudience",
+				ph.Name, ph.ActionFrames, ph.OK, a.Sessions)
+		}
+	}
+	if len(a.Targets) == 0 {
+		t.Error("no targets")
+	}
+	for _, f := range []string{"result.json", "report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -21,6 +21,7 @@
 package loadtest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,10 +41,11 @@ const (
 	ScenarioHotChannel     = "hot-channel"
 	ScenarioJoinSpike      = "join-spike"
 	ScenarioSteady         = "steady"
+	ScenarioAudience       = "audience"
 )
 
 // Scenarios lists them, for help texts.
-var Scenarios = []string{ScenarioBigTeamBoot, ScenarioReconnectStorm, ScenarioHotChannel, ScenarioJoinSpike, ScenarioSteady}
+var Scenarios = []string{ScenarioBigTeamBoot, ScenarioReconnectStorm, ScenarioHotChannel, ScenarioJoinSpike, ScenarioSteady, ScenarioAudience}
 
 // Config is one run. Zero values are the documented defaults (see
 // Defaults).
@@ -65,12 +67,22 @@ type Config struct {
 	// ServerPID, when set, is the server's process on this machine: its
 	// cores over the load phase and the drain are reported beside the
 	// generator's (read from /proc/<pid>/stat by worker part 0 only).
-	ServerPID  int
-	Watchers   int           // join-spike: members of the channel before the spike
-	Duration   time.Duration // the load phase
-	StormAfter time.Duration // reconnect-storm: into the load phase, when every socket drops
-	TextBytes  int           // message size
-	CatchUp    time.Duration // longest final catch-up window before counting losses
+	ServerPID int
+	Watchers  int // join-spike: members of the channel before the spike
+	// OtherRate (join-spike): messages a second posted meanwhile into the
+	// other channels, whose delivery latency is "delivery".
+	OtherRate float64
+	// The audience scenario: users in each session's view, workspace
+	// admins among the online users, and the actions of each phase.
+	View           int
+	Admins         int
+	StatusChanges  int
+	Joins          int
+	WorkspaceJoins int
+	Duration       time.Duration // the load phase
+	StormAfter     time.Duration // reconnect-storm: into the load phase, when every socket drops
+	TextBytes      int           // message size
+	CatchUp        time.Duration // longest final catch-up window before counting losses
 
 	SourceIPs []netip.Addr // local addresses to spread sockets over (none: the system's choice)
 	Procs     int          // worker processes (1: all in this one)
@@ -123,11 +135,21 @@ func (c *Config) Defaults() {
 			c.Rate = 100
 		case ScenarioJoinSpike:
 			c.Rate = 200
-		case ScenarioSteady:
+		case ScenarioSteady, ScenarioAudience:
 			c.Rate = 50
 		default:
 			c.Rate = 5
 		}
+	}
+	if c.Scenario == ScenarioJoinSpike && c.OtherRate == 0 {
+		c.OtherRate = 2
+	}
+	if c.Scenario == ScenarioAudience {
+		c.View = cmp.Or(c.View, 50)
+		c.Admins = cmp.Or(c.Admins, 5)
+		c.StatusChanges = cmp.Or(c.StatusChanges, 100)
+		c.Joins = cmp.Or(c.Joins, 1000)
+		c.WorkspaceJoins = cmp.Or(c.WorkspaceJoins, 500)
 	}
 	if c.Stdout == nil {
 		c.Stdout = io.Discard
@@ -160,6 +182,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Scenario == ScenarioJoinSpike && c.Users > 0 && c.Watchers >= c.Users {
 		return fmt.Errorf("join-spike: --watchers (%d) must be fewer than --users (%d)", c.Watchers, c.Users)
+	}
+	if c.Scenario == ScenarioAudience && c.Procs != 1 {
+		return errors.New("audience: runs in one process (--procs 1): it follows every session's view")
+	}
+	if c.View < 0 || c.Admins < 0 || c.StatusChanges < 0 || c.Joins < 0 || c.WorkspaceJoins < 0 || c.OtherRate < 0 {
+		return errors.New("--view, --admins, --status-changes, --joins, --workspace-joins and --other-rate must not be negative")
+	}
+	if c.View > 500 {
+		return errors.New("--view: at most 500 users (the gateway keeps the first 500 of a presence_sub)")
 	}
 	if len(c.SourceIPs) > 0 && strings.HasPrefix(c.URL, "https://") {
 		return errors.New("--source-ips works with http:// (ws://) URLs only")

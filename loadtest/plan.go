@@ -31,6 +31,8 @@ type Plan struct {
 	Channels    []string   `json:"channels"` // every channel of the workspace's setup, #general first
 	// Spike is join-spike's channel: the owner and the watchers are in it.
 	Spike string `json:"spike,omitempty"`
+	// Audience is the audience scenario's setup.
+	Audience *audiencePlan `json:"audience,omitempty"`
 	// Start is the origin of every process's timeline.
 	Start time.Time `json:"start"`
 }
@@ -224,6 +226,9 @@ func signup(ctx context.Context, c *client.Client, handle, pw string) (*client.A
 
 // prepareScenario adds what a scenario needs beyond users and channels.
 func prepareScenario(ctx context.Context, cfg *Config, p *Plan, hcs []*http.Client) error {
+	if cfg.Scenario == ScenarioAudience {
+		return prepareAudience(ctx, cfg, p, hcs)
+	}
 	if cfg.Scenario != ScenarioJoinSpike {
 		return nil
 	}

@@ -51,6 +51,10 @@ type Result struct {
 	Offered []Offered `json:"offered"`
 
 	Timeline []Point `json:"timeline"`
+
+	// Audience is the audience scenario's frames per action, targets and
+	// stale entries.
+	Audience *AudienceResult `json:"audience,omitempty"`
 }
 
 // Offered is the load one schedule (post, join, connect, action) offered:
@@ -139,14 +143,28 @@ func buildResult(cfg *Config, plan *Plan, parts []*Part, setup time.Duration) *R
 		res.Ephemeral += p.Ephemeral
 		res.CaughtUp += p.CaughtUp
 		addStats(&res.Client, p.ConnStats)
+		if p.Audience != nil {
+			res.Audience = p.Audience // one process only
+		}
 	}
 	res.Pass = res.Lost == 0 && res.Duplicated == 0 && res.OutOfOrder == 0 && res.Connected == res.Users
+	if cfg.Scenario == ScenarioAudience {
+		res.Pass = res.Pass && res.Audience != nil && res.Audience.StaleEntries == 0
+	}
 	for k, h := range d.Hists {
 		if h.Count() > 0 {
 			res.Latency[k] = h.Summarize()
 		}
 	}
 	res.Errors, res.Extra = d.Errors, d.Extra
+	if n := d.Extra["joins_accepted"]; n > 0 {
+		// join-spike: per join, over every process's sessions and joins.
+		res.Extra["frames_per_join"] = d.Extra["spike_frames"] / n
+		res.Extra["all_frames_per_join"] = d.Extra["spike_all_frames"] / n
+		if s := d.Extra["joins_done_s"]; s > 0 {
+			res.Extra["joins_accepted_rate"] = n / s
+		}
+	}
 	res.Offered = offered(d.Extra)
 	var busy int
 	for _, s := range d.Seconds {
@@ -219,6 +237,9 @@ func (r *Result) Print(w io.Writer) {
 	}
 	row("errors", "%s", strings.Join(errs, ", "))
 	tw.Flush()
+	if r.Audience != nil {
+		r.Audience.Print(w)
+	}
 }
 
 // Write writes result.json and report.html into dir.

@@ -2,31 +2,52 @@
 # run-seeded.sh USERS CHANNELS [parley loadtest flags…]
 #
 # A load test at a size the API setup cannot reach in reasonable time:
-# seeds a fresh SQLite database with `parley seed` (USERS users sharing one
+# seeds a fresh database with `parley seed` (USERS users sharing one
 # password hash, CHANNELS public channels besides #general, one session
-# token each), starts `parley serve` on it (identify rate lifted: every
-# socket comes from this machine), runs `parley loadtest --seed …` with the
-# remaining flags, then stops the server and removes the database.
-# PARLEY (default bin/parley) is the binary; PORT (default 18181) the port.
+# token each), starts `parley serve` on it (identify rate and per-address
+# API limits lifted: every socket comes from this machine), runs `parley
+# loadtest --seed …` with the remaining flags, then stops the server and
+# removes the database.
+#
+# The store is SQLite in a temporary directory, or with PG=postgres://…
+# (a server URL without a database, such as
+# postgres://postgres@127.0.0.1:5432) a fresh PostgreSQL database made for
+# the run with psql and dropped at the end.
+# PARLEY (default bin/parley) is the binary that seeds and serves;
+# LOADTEST (default PARLEY) the one that drives the load; PORT (default
+# 18181) the port.
 set -eu
 bin=${PARLEY:-bin/parley}
+driver=${LOADTEST:-$bin}
 port=${PORT:-18181}
 users=$1
 channels=$2
 shift 2
 dir=$(mktemp -d)
 pid=
+db=
+store="--data $dir"
+if [ -n "${PG:-}" ]; then
+	db=parley_lt_$(date +%s)_$$
+	psql "$PG/postgres" -qc "CREATE DATABASE $db" >/dev/null
+	store="--db $PG/$db?sslmode=disable"
+fi
 cleanup() {
 	if [ -n "$pid" ]; then
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	fi
+	if [ -n "$db" ]; then
+		psql "$PG/postgres" -qc "DROP DATABASE IF EXISTS $db" >/dev/null || true
+	fi
 	rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM
 ulimit -n "$(ulimit -Hn)"
-"$bin" seed --data "$dir" --users "$users" --channels "$channels" --out "$dir/seed.json" --log-level warn
-"$bin" serve --data "$dir" --listen "127.0.0.1:$port" --admin off --identify-rate 10000000 --rate-message-ip off --rate-write-ip off --rate-create-ip off --rate-search-ip off --log-level warn >"$dir/serve.log" 2>&1 &
+# shellcheck disable=SC2086 # $store is two words
+"$bin" seed $store --users "$users" --channels "$channels" --out "$dir/seed.json" --log-level warn
+# shellcheck disable=SC2086
+"$bin" serve $store --listen "127.0.0.1:$port" --admin off --identify-rate 10000000 --rate-message-ip off --rate-write-ip off --rate-create-ip off --rate-search-ip off --rate-signup-ip off --log-level warn >"$dir/serve.log" 2>&1 &
 pid=$!
 i=0
 until grep -q "Parley is running at" "$dir/serve.log" 2>/dev/null; do
@@ -38,4 +59,4 @@ until grep -q "Parley is running at" "$dir/serve.log" 2>/dev/null; do
 	fi
 	sleep 0.1
 done
-"$bin" loadtest --url "http://127.0.0.1:$port" --seed "$dir/seed.json" --server-pid "$pid" "$@"
+"$driver" loadtest --url "http://127.0.0.1:$port" --seed "$dir/seed.json" --server-pid "$pid" "$@"

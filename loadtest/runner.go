@@ -37,6 +37,13 @@ type runner struct {
 	back      atomic.Int64 // sessions back after a drop
 
 	roots sync.Map // channel id → id of a recent message (threads, reactions)
+
+	frames      atomic.Int64 // event frames the gateway pushed, of every type
+	spikeFrames atomic.Int64 // of them, member.joined of join-spike's channel
+	frames0     int64        // frames when join-spike's load began
+
+	aud       *audience       // the audience scenario's state
+	audResult *AudienceResult // its figures, once it is over
 }
 
 // Part is what one process measured, merged by the parent.
@@ -51,6 +58,7 @@ type Part struct {
 	Ephemeral  int64 `json:"ephemeral"`
 	CaughtUp   int64 `json:"caught_up"`
 	ConnStats  client.Stats
+	Audience   *AudienceResult `json:"audience,omitempty"`
 }
 
 func newRunner(cfg *Config, plan *Plan, part, parts int, bar func(string) error) *runner {
@@ -98,6 +106,8 @@ func (r *runner) run(ctx context.Context) (*Part, error) {
 		err = r.joinSpike(ctx)
 	case ScenarioSteady:
 		err = r.steady(ctx)
+	case ScenarioAudience:
+		err = r.audience(ctx)
 	}
 	if err != nil {
 		r.closeAll()
@@ -341,9 +351,22 @@ func (r *runner) joinSpike(ctx context.Context) error {
 			joiners = append(joiners, u)
 		}
 	}
+	others := r.otherPosters(joiners)
 	return r.loadPhase(ctx, func(lctx context.Context) func() {
 		var wg sync.WaitGroup
 		t0 := time.Now()
+		r.frames0 = r.frames.Load()
+		var joined atomic.Int64
+		if len(others) > 0 && r.cfg.OtherRate > 0 {
+			// Messages into the other channels meanwhile: their delivery
+			// latency is what the spike costs everyone else.
+			wg.Go(func() {
+				r.schedule(lctx, "post", r.share(r.cfg.OtherRate), -1, func(a openloop.Action) {
+					o := others[a.I%len(others)]
+					r.post(o.u, o.ch, "", a.Due)
+				})
+			})
+		}
 		wg.Go(func() {
 			// A join's latencies count from its due time: one that waited
 			// for a slot waited as a person clicking Join would have.
@@ -355,12 +378,38 @@ func (r *runner) joinSpike(ctx context.Context) error {
 					r.rec.Error(time.Now(), "join"+codeSuffix(err))
 					return
 				}
+				joined.Add(1)
 				r.rec.Hist("join_api").Record(time.Since(a.Due))
 			})
 			r.rec.SetExtra("joins_done_s", time.Since(t0).Seconds())
+			r.rec.SetExtra("joins_accepted", float64(joined.Load()))
 		})
 		return wg.Wait
 	})
+}
+
+// otherPoster posts into a channel that is neither #general nor the spike.
+type otherPoster struct {
+	u  *user
+	ch string
+}
+
+// otherPosters are up to Posters connected users, each with a channel of
+// theirs other than #general and the spike (join-spike's other channels).
+func (r *runner) otherPosters(from []*user) []otherPoster {
+	var out []otherPoster
+	for _, u := range from {
+		if len(out) >= max(r.cfg.Posters/r.parts, 1) {
+			break
+		}
+		for _, ch := range u.myChannels() {
+			if ch != r.plan.General && ch != r.plan.Spike {
+				out = append(out, otherPoster{u, ch})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // steady: a mix of what people do all day, at Rate actions a second over
@@ -485,6 +534,13 @@ func (r *runner) account(ctx context.Context) *Part {
 		_ = sleep(ctx, 50*time.Millisecond)
 	}
 	r.noteCores("drain", drain) // the heads' fetch and the catch-up window
+	if r.cfg.Scenario == ScenarioJoinSpike {
+		// Frames pushed by the end of the catch-up window: the spike's
+		// member.joined, and every frame since the load began (the other
+		// channels' posts included); buildResult divides by the joins.
+		r.rec.SetExtra("spike_frames", float64(r.spikeFrames.Load()))
+		r.rec.SetExtra("spike_all_frames", float64(r.frames.Load()-r.frames0))
+	}
 	r.closeAll()
 	p := &Part{Users: len(r.users), Ephemeral: r.ephemeral.Load(), CaughtUp: r.caughtUp.Load()}
 	for _, u := range r.users {
@@ -501,6 +557,7 @@ func (r *runner) account(ctx context.Context) *Part {
 		}
 	}
 	p.Data = r.rec.Data()
+	p.Audience = r.audResult
 	return p
 }
 

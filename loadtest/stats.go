@@ -221,6 +221,13 @@ func (r *Recorder) SetExtra(name string, v float64) {
 	r.mu.Unlock()
 }
 
+// extraValue reads a scenario figure (0 if unset).
+func (r *Recorder) extraValue(name string) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.extra[name]
+}
+
 // SecondData is one second of the timeline.
 type SecondData struct {
 	T          int              `json:"t"` // seconds since the start

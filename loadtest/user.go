@@ -88,6 +88,15 @@ func userIDOf(data []byte) string {
 func (u *user) handle(ev client.Event) {
 	now := time.Now()
 	r := u.r
+	if ev.Source == client.SourceGateway {
+		r.frames.Add(1)
+		if ev.Type == parley.EventMemberJoined && ev.ChannelID != "" && ev.ChannelID == r.plan.Spike {
+			r.spikeFrames.Add(1)
+		}
+		if r.aud != nil {
+			r.aud.observe(u, ev, now)
+		}
+	}
 	if !ev.Durable() {
 		r.ephemeral.Add(1)
 		return

@@ -154,6 +154,43 @@ func TestDirectoryContract(t *testing.T) {
 					return err == nil && got == want
 				})
 			}
+			// A newcomer by invite joins #general quietly (no member.joined):
+			// the cache learns it from workspace.member_joined and answers
+			// #general's header as the store does.
+			chans, err := w.st.ListChannels(bg(t), w.olga.ID, w.ws.ID, parley.ChannelQuery{})
+			noErr(t, err)
+			var general *parley.Channel
+			for i := range chans.Channels {
+				if chans.Channels[i].Name == "general" {
+					general = &chans.Channels[i]
+				}
+			}
+			if general == nil {
+				t.Fatal("no #general")
+			}
+			nina, err := w.st.CreateUser(bg(t), parley.NewUser{Email: "nina@example.com", Name: "Nina", Handle: "nina", PasswordHash: "x"})
+			noErr(t, err)
+			inv, err := w.st.CreateInvite(bg(t), w.olga.ID, w.ws.ID, parley.InviteParams{})
+			noErr(t, err)
+			_, err = w.st.AcceptInvite(bg(t), nina.ID, inv.Code)
+			noErr(t, err)
+			render := func(dq parley.DirectoryQueries) string {
+				h, err := dq.ChannelHeader(bg(t), w.olga.ID, general.ID)
+				if err != nil {
+					return err.Error()
+				}
+				ms, err := renderMentions(dq.MentionSuggestions(bg(t), w.olga.ID, general.ID, "nin", 10))
+				return fmt.Sprintf("count=%d mentions=%s %v", h.MemberCount, ms, err)
+			}
+			want = render(w.st.Directory())
+			if !strings.Contains(want, "nina+") {
+				t.Fatalf("the store: %s, want nina a member of #general", want)
+			}
+			for _, impl := range w.impls {
+				waitFor(t, impl.name+" sees the newcomer in #general", 10*time.Second, func() bool {
+					return render(impl.dq) == want
+				})
+			}
 		})
 	}
 }

@@ -153,6 +153,22 @@ func (c *Cache) applyWorkspaceMemberLocked(w *workspace, typ string, d *parley.W
 		delete(w.userIdx, rec.id) // came back: a fresh index
 	}
 	w.addUser(su, d.Role)
+	// The channels joined with the workspace (#general) have no
+	// member.joined of their own. A join the cache cannot place (a channel
+	// it does not know, or one that changed since) reloads the workspace.
+	for _, jc := range d.Channels {
+		ci, known := w.chanIdx[jc.ChannelID]
+		u, ok := w.actor(d.UserID)
+		if !known || !ok {
+			return errResync
+		}
+		ch := w.chans[ci]
+		if jc.LastSeq < ch.lastSeq {
+			return errResync
+		}
+		w.addMember(ci, u)
+		ch.memberCount = jc.MemberCount
+	}
 	return nil
 }
 

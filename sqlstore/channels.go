@@ -212,7 +212,8 @@ func (s *Store) ArchiveChannel(ctx context.Context, actor, channelID string) (*p
 // channel.archived) whose payload is the channel itself, and updates ch's
 // seq and time in place. The payload is the same for every reader, so it
 // carries no membership; private channels and DMs announce it to each
-// member's user topic, public ones to the workspace directory.
+// member's user topic too, public ones only on their own topic (and the
+// directory's, for the caches).
 func (tx *Tx) appendChannelEvent(ctx context.Context, ch *parley.Channel, typ, actor string) error {
 	var members []string
 	if ch.Kind != parley.KindPublic {
@@ -226,7 +227,7 @@ func (tx *Tx) appendChannelEvent(ctx context.Context, ch *parley.Channel, typ, a
 		c.LastSeq, c.UpdatedAt = seq, tx.now
 		c.IsMember, c.LastReadSeq = false, 0
 		return parley.ChannelEventData{ChannelID: ch.ID, Seq: seq, Channel: &c, UserID: actor}
-	}, directoryTopics(ch.WorkspaceID, ch.Kind, members)...)
+	}, userTopics(members)...)
 	if err != nil {
 		return err
 	}

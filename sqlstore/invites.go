@@ -136,10 +136,14 @@ func (s *Store) AcceptInvite(ctx context.Context, actor, code string) (*parley.W
 		if n, _ := res.RowsAffected(); n == 0 {
 			return gone()
 		}
-		if err := tx.joinWorkspace(ctx, workspaceID, u, parley.RoleMember); err != nil {
+		if err := tx.insertWorkspaceMember(ctx, workspaceID, u.ID, parley.RoleMember); err != nil {
 			return err
 		}
-		if err := tx.joinGeneral(ctx, workspaceID, actor); err != nil {
+		joined, err := tx.joinGeneral(ctx, workspaceID, actor)
+		if err != nil {
+			return err
+		}
+		if err := tx.emitWorkspaceJoin(workspaceID, u, parley.RoleMember, joined); err != nil {
 			return err
 		}
 		w, err := loadWorkspace(ctx, tx, actor, workspaceID)
@@ -156,18 +160,23 @@ func (s *Store) AcceptInvite(ctx context.Context, actor, code string) (*parley.W
 }
 
 // joinGeneral adds a newcomer to the workspace's #general, if it still
-// exists as an active public channel.
-func (tx *Tx) joinGeneral(ctx context.Context, workspaceID, userID string) error {
+// exists as an active public channel, quietly: no member.joined goes to
+// its members (everyone, in most workspaces); the workspace.member_joined
+// that the admins and caches get carries the join.
+func (tx *Tx) joinGeneral(ctx context.Context, workspaceID, userID string) ([]parley.JoinedChannel, error) {
 	ch, err := scanChannel(tx.QueryRowContext(ctx, `SELECT `+channelColumns+channelFrom+`
 		WHERE c.workspace_id = $2 AND c.name = $3 AND c.kind = $4
 		  AND c.dm_key IS NULL AND c.archived_at IS NULL`,
 		userID, workspaceID, generalChannel, string(parley.KindPublic)))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("load general channel: %w", err)
+		return nil, fmt.Errorf("load general channel: %w", err)
 	}
-	_, err = tx.addMember(ctx, ch, userID, userID)
-	return err
+	added, err := tx.insertMember(ctx, ch, userID, ch.LastSeq)
+	if err != nil || !added {
+		return nil, err
+	}
+	return []parley.JoinedChannel{{ChannelID: ch.ID, MemberCount: ch.MemberCount, LastSeq: ch.LastSeq}}, nil
 }

@@ -23,13 +23,13 @@ type newChannel struct {
 	members     []string // joined at creation, creator included
 }
 
-// directoryTopics are the topics a channel's lifecycle events go to besides
-// the channel itself: the workspace directory for public channels (query
-// caches, channel browsers) and each member's user topic otherwise.
-func directoryTopics(workspaceID string, kind parley.ChannelKind, members []string) []string {
-	if kind == parley.KindPublic {
-		return []string{parley.TopicWorkspace(workspaceID)}
-	}
+// userTopics are the user topics of members: where a channel's lifecycle
+// events go besides the channel's own topic, so that sessions not yet
+// following the channel (its creator, the members of a new DM or private
+// channel) learn of it. A public channel's later lifecycle and membership
+// events reach no one else: its members follow its topic, and the caches
+// read the directory topic (parley.IsDirectoryEvent).
+func userTopics(members []string) []string {
 	topics := make([]string, len(members))
 	for i, m := range members {
 		topics[i] = parley.TopicUser(m)
@@ -81,7 +81,7 @@ func (tx *Tx) createChannel(ctx context.Context, nc newChannel) (*parley.Channel
 		c.LastSeq = seq
 		c.IsMember, c.LastReadSeq = false, 0 // the payload is the same for every reader
 		return parley.ChannelEventData{ChannelID: ch.ID, Seq: seq, Channel: &c, UserID: nc.creator}
-	}, directoryTopics(ch.WorkspaceID, ch.Kind, nc.members)...)
+	}, userTopics(nc.members)...)
 	if err != nil {
 		return nil, err
 	}
@@ -101,23 +101,10 @@ func (tx *Tx) createChannel(ctx context.Context, nc newChannel) (*parley.Channel
 // join event's own seq: nothing is unread on join. actor is who added them
 // (userID itself for a join). ch is updated in place.
 func (tx *Tx) addMember(ctx context.Context, ch *parley.Channel, userID, actor string) (bool, error) {
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO channel_members (workspace_id, channel_id, user_id, joined_at, last_read_seq)
-		 VALUES ($1, $2, $3, $4, 0) ON CONFLICT DO NOTHING`,
-		ch.WorkspaceID, ch.ID, userID, micros(tx.now))
-	if err != nil {
-		return false, fmt.Errorf("insert channel member: %w", err)
+	if added, err := tx.insertMember(ctx, ch, userID, 0); err != nil || !added {
+		return false, err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return false, nil
-	}
-	if err := tx.QueryRowContext(ctx,
-		`UPDATE channel_stats SET member_count = member_count + 1
-		 WHERE workspace_id = $1 AND channel_id = $2 RETURNING member_count`,
-		ch.WorkspaceID, ch.ID).Scan(&ch.MemberCount); err != nil {
-		return false, fmt.Errorf("count member: %w", err)
-	}
-	topics := append(directoryTopics(ch.WorkspaceID, ch.Kind, nil), parley.TopicUser(userID))
+	topics := []string{parley.TopicUser(userID)}
 	seq, err := tx.appendEvent(ctx, ch.WorkspaceID, ch.ID, parley.EventMemberJoined, func(seq int64) any {
 		return parley.MemberEventData{ChannelID: ch.ID, Seq: seq, UserID: userID, ActorID: actorUnlessSelf(actor, userID), MemberCount: ch.MemberCount}
 	}, topics...)
@@ -134,6 +121,30 @@ func (tx *Tx) addMember(ctx context.Context, ch *parley.Channel, userID, actor s
 	ch.LastSeq = seq
 	if userID == actor {
 		ch.IsMember, ch.LastReadSeq = true, seq
+	}
+	return true, nil
+}
+
+// insertMember makes userID a member of ch with everything up to readSeq
+// read, and counts them (ch.MemberCount is updated); false if they were a
+// member already. It writes no event: addMember does, joinGeneral does not.
+func (tx *Tx) insertMember(ctx context.Context, ch *parley.Channel, userID string, readSeq int64) (bool, error) {
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO channel_members (workspace_id, channel_id, user_id, joined_at, last_read_seq, read_ord)
+		 VALUES ($1, $2, $3, $4, $5, (SELECT msg_count FROM channels WHERE workspace_id = $1 AND id = $2))
+		 ON CONFLICT DO NOTHING`,
+		ch.WorkspaceID, ch.ID, userID, micros(tx.now), readSeq)
+	if err != nil {
+		return false, fmt.Errorf("insert channel member: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, nil
+	}
+	if err := tx.QueryRowContext(ctx,
+		`UPDATE channel_stats SET member_count = member_count + 1
+		 WHERE workspace_id = $1 AND channel_id = $2 RETURNING member_count`,
+		ch.WorkspaceID, ch.ID).Scan(&ch.MemberCount); err != nil {
+		return false, fmt.Errorf("count member: %w", err)
 	}
 	return true, nil
 }
@@ -160,7 +171,7 @@ func (tx *Tx) removeMember(ctx context.Context, ch *parley.Channel, userID, acto
 		ch.WorkspaceID, ch.ID).Scan(&ch.MemberCount); err != nil {
 		return false, fmt.Errorf("uncount member: %w", err)
 	}
-	topics := append(directoryTopics(ch.WorkspaceID, ch.Kind, nil), parley.TopicUser(userID))
+	topics := []string{parley.TopicUser(userID)}
 	seq, err := tx.appendEvent(ctx, ch.WorkspaceID, ch.ID, parley.EventMemberLeft, func(seq int64) any {
 		return parley.MemberEventData{ChannelID: ch.ID, Seq: seq, UserID: userID, ActorID: actorUnlessSelf(actor, userID), MemberCount: ch.MemberCount}
 	}, topics...)

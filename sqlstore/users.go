@@ -248,7 +248,9 @@ func (s *Store) SetStatus(ctx context.Context, actor string, st parley.Status) (
 }
 
 // emitUserEvent publishes a user event (UserEventData, email left out) once
-// on each workspace the user belongs to.
+// for each workspace the user belongs to: to the sessions that have the
+// user in view (the profile topic), to the user's own sessions, and to the
+// directory.
 func (tx *Tx) emitUserEvent(ctx context.Context, typ string, u *parley.User) error {
 	rows, err := tx.QueryContext(ctx, `SELECT workspace_id FROM workspace_members WHERE user_id = $1`, u.ID)
 	if err != nil {
@@ -269,7 +271,7 @@ func (tx *Tx) emitUserEvent(ctx context.Context, typ string, u *parley.User) err
 	public := *u
 	public.Email = ""
 	for _, ws := range wss {
-		if err := tx.emit(ws, typ, parley.UserEventData{User: &public}, parley.TopicWorkspace(ws)); err != nil {
+		if err := tx.emit(ws, typ, parley.UserEventData{User: &public}, parley.TopicProfile(u.ID), parley.TopicUser(u.ID)); err != nil {
 			return err
 		}
 	}

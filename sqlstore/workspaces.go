@@ -126,19 +126,31 @@ func (s *Store) CreateWorkspace(ctx context.Context, actor, name, slug string) (
 	return out, nil
 }
 
-// joinWorkspace inserts u's membership and emits workspace.member_joined on
-// the workspace topic.
+// joinWorkspace inserts u's membership and emits workspace.member_joined.
 func (tx *Tx) joinWorkspace(ctx context.Context, workspaceID string, u *parley.User, role parley.Role) error {
+	if err := tx.insertWorkspaceMember(ctx, workspaceID, u.ID, role); err != nil {
+		return err
+	}
+	return tx.emitWorkspaceJoin(workspaceID, u, role, nil)
+}
+
+func (tx *Tx) insertWorkspaceMember(ctx context.Context, workspaceID, userID string, role parley.Role) error {
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO workspace_members (workspace_id, user_id, role, joined_at) VALUES ($1, $2, $3, $4)`,
-		workspaceID, u.ID, string(role), micros(tx.now)); err != nil {
+		workspaceID, userID, string(role), micros(tx.now)); err != nil {
 		return fmt.Errorf("insert workspace member: %w", err)
 	}
+	return nil
+}
+
+// emitWorkspaceJoin emits workspace.member_joined to the workspace's admins
+// (and the directory), with the channels u joined along with it.
+func (tx *Tx) emitWorkspaceJoin(workspaceID string, u *parley.User, role parley.Role, joined []parley.JoinedChannel) error {
 	public := *u
 	public.Email = ""
 	return tx.emit(workspaceID, parley.EventWorkspaceMemberJoined, parley.WorkspaceMemberData{
-		WorkspaceID: workspaceID, UserID: u.ID, Role: role, User: &public,
-	}, parley.TopicWorkspace(workspaceID))
+		WorkspaceID: workspaceID, UserID: u.ID, Role: role, User: &public, Channels: joined,
+	}, parley.TopicAdmins(workspaceID))
 }
 
 // GetWorkspace returns a workspace of the caller's, with their role.
@@ -206,8 +218,10 @@ func (s *Store) SetMemberRole(ctx context.Context, actor, workspaceID, userID st
 			string(role), workspaceID, userID); err != nil {
 			return fmt.Errorf("set member role: %w", err)
 		}
+		// On the user's own topic too: their sessions' gateways start or
+		// stop following the admins' topic.
 		return tx.emit(workspaceID, parley.EventWorkspaceMemberUpdated, parley.WorkspaceMemberData{
 			WorkspaceID: workspaceID, UserID: userID, Role: role,
-		})
+		}, parley.TopicUser(userID))
 	})
 }

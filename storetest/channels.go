@@ -120,6 +120,16 @@ func chNoTopic(t *testing.T, ev parley.Event, topic string) {
 	}
 }
 
+// chTopicsExactly checks that ev goes to the topics want and no others.
+func chTopicsExactly(t *testing.T, ev parley.Event, want ...string) {
+	t.Helper()
+	got := slices.Sorted(slices.Values(ev.Topics))
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(slices.Compact(got), want) || len(got) != len(want) {
+		t.Fatalf("%s topics %v, want exactly %v", ev.Type, ev.Topics, want)
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 func init() {
@@ -157,19 +167,19 @@ func testCreateChannel(t *testing.T, open Opener) {
 	if d.Channel == nil || d.Channel.Name != "eng" || d.Channel.LastSeq != 1 || d.UserID != e.member.ID || d.Channel.IsMember {
 		t.Fatalf("channel.created payload = %s", evs[0].Data)
 	}
-	chTopics(t, evs[0], parley.TopicWorkspace(e.ws.ID))
+	// A public channel is announced to its creator and the servers'
+	// directory only: nobody else's sessions hear of it.
+	chTopicsExactly(t, evs[0], parley.TopicChannel(ch.ID), parley.TopicUser(e.member.ID), parley.TopicDirectory(e.ws.ID))
 
-	// Private channels are announced to their members, not the workspace.
+	// Private channels are announced to their members.
 	priv, err := e.s.CreateChannel(ctx(t), e.owner.ID, e.ws.ID, parley.NewChannel{Name: "secret", Kind: parley.KindPrivate})
 	NoErr(t, err)
 	if priv.Kind != parley.KindPrivate || !priv.IsMember || priv.MemberCount != 1 {
 		t.Fatalf("private channel = %+v", priv)
 	}
 	evs = chLog(t, e.rec, priv.ID, parley.EventChannelCreated)
-	// Private: the members' user topics and the servers' directory, never
-	// the workspace topic that every member's sessions hear.
-	chTopics(t, evs[0], parley.TopicUser(e.owner.ID), parley.TopicDirectory(e.ws.ID))
-	chNoTopic(t, evs[0], parley.TopicWorkspace(e.ws.ID))
+	// Private: the members' user topics and the servers' directory.
+	chTopicsExactly(t, evs[0], parley.TopicChannel(priv.ID), parley.TopicUser(e.owner.ID), parley.TopicDirectory(e.ws.ID))
 
 	// Maximum lengths are accepted.
 	long := strings.Repeat("x", parley.MaxNameLen)
@@ -291,7 +301,9 @@ func testUpdateChannel(t *testing.T, open Opener) {
 		d.Channel.IsMember || d.Channel.LastReadSeq != 0 || d.UserID != e.member.ID {
 		t.Fatalf("channel.updated payload = %s", evs[1].Data)
 	}
-	chTopics(t, evs[1], parley.TopicWorkspace(e.ws.ID))
+	// A public channel's members follow its topic; the caches read the
+	// directory; no one else gets it.
+	chTopicsExactly(t, evs[1], parley.TopicChannel(ch.ID), parley.TopicDirectory(e.ws.ID))
 
 	// Any member may set the topic and purpose; an admin may rename.
 	_, err = e.s.JoinChannel(ctx(t), e.member2.ID, ch.ID)
@@ -334,8 +346,7 @@ func testUpdateChannel(t *testing.T, open Opener) {
 	_, err = e.s.UpdateChannel(ctx(t), e.guest.ID, priv.ID, parley.ChannelPatch{Topic: ptr("hush")})
 	NoErr(t, err)
 	evs = chLog(t, e.rec, priv.ID, parley.EventChannelCreated, parley.EventMemberJoined, parley.EventChannelUpdated)
-	chTopics(t, evs[2], parley.TopicUser(e.member.ID), parley.TopicUser(e.guest.ID))
-	chNoTopic(t, evs[2], parley.TopicWorkspace(e.ws.ID))
+	chTopicsExactly(t, evs[2], parley.TopicChannel(priv.ID), parley.TopicUser(e.member.ID), parley.TopicUser(e.guest.ID), parley.TopicDirectory(e.ws.ID))
 }
 
 func testUpdateChannelRules(t *testing.T, open Opener) {
@@ -416,7 +427,7 @@ func testArchiveChannel(t *testing.T, open Opener) {
 	if d.Channel == nil || d.Channel.ArchivedAt == nil || d.UserID != e.member.ID || d.Channel.IsMember {
 		t.Fatalf("channel.archived payload = %s", evs[3].Data)
 	}
-	chTopics(t, evs[3], parley.TopicWorkspace(e.ws.ID))
+	chTopicsExactly(t, evs[3], parley.TopicChannel(ch.ID), parley.TopicDirectory(e.ws.ID))
 
 	// Archiving again changes nothing.
 	again, err := e.s.ArchiveChannel(ctx(t), e.owner.ID, ch.ID)
@@ -451,8 +462,7 @@ func testArchiveChannel(t *testing.T, open Opener) {
 	_, err = e.s.ArchiveChannel(ctx(t), e.member2.ID, priv.ID)
 	NoErr(t, err)
 	evs = chLog(t, e.rec, priv.ID, parley.EventChannelCreated, parley.EventChannelArchived)
-	chTopics(t, evs[1], parley.TopicUser(e.member2.ID))
-	chNoTopic(t, evs[1], parley.TopicWorkspace(e.ws.ID))
+	chTopicsExactly(t, evs[1], parley.TopicChannel(priv.ID), parley.TopicUser(e.member2.ID), parley.TopicDirectory(e.ws.ID))
 
 	// DMs are never archived.
 	dm, _, err := e.s.OpenDM(ctx(t), e.owner.ID, e.ws.ID, []string{e.member.ID})
@@ -472,8 +482,7 @@ func testOpenDM(t *testing.T, open Opener) {
 		t.Fatalf("new dm = %+v (created %v)", dm, created)
 	}
 	evs := chLog(t, e.rec, dm.ID, parley.EventChannelCreated)
-	chTopics(t, evs[0], parley.TopicUser(e.member.ID), parley.TopicUser(e.member2.ID))
-	chNoTopic(t, evs[0], parley.TopicWorkspace(e.ws.ID))
+	chTopicsExactly(t, evs[0], parley.TopicChannel(dm.ID), parley.TopicUser(e.member.ID), parley.TopicUser(e.member2.ID), parley.TopicDirectory(e.ws.ID))
 	opened := e.rec.OfType(parley.EventDMOpened)
 	if len(opened) != 1 || opened[0].Seq != 0 || opened[0].ChannelID != "" || opened[0].WorkspaceID != e.ws.ID {
 		t.Fatalf("dm.opened events = %+v", opened)

@@ -52,7 +52,9 @@ func testJoinLeave(t *testing.T, open Opener) {
 	if d.UserID != e.member2.ID || d.ActorID != "" || d.MemberCount != 2 {
 		t.Fatalf("member.joined payload = %s", evs[1].Data)
 	}
-	chTopics(t, evs[1], parley.TopicUser(e.member2.ID), parley.TopicWorkspace(e.ws.ID))
+	// To the channel's members, the user concerned and the caches: no
+	// workspace-wide copy.
+	chTopicsExactly(t, evs[1], parley.TopicChannel(ch.ID), parley.TopicUser(e.member2.ID), parley.TopicDirectory(e.ws.ID))
 
 	// Guests and outsiders cannot see the channel, so cannot join it.
 	for _, u := range []*parley.User{e.guest, e.outsider} {
@@ -75,7 +77,7 @@ func testJoinLeave(t *testing.T, open Opener) {
 	if d.UserID != e.member2.ID || d.ActorID != "" || d.MemberCount != 1 {
 		t.Fatalf("member.left payload = %s", evs[2].Data)
 	}
-	chTopics(t, evs[2], parley.TopicUser(e.member2.ID), parley.TopicWorkspace(e.ws.ID))
+	chTopicsExactly(t, evs[2], parley.TopicChannel(ch.ID), parley.TopicUser(e.member2.ID), parley.TopicDirectory(e.ws.ID))
 
 	// A private channel's last member may leave it; it then vanishes for them.
 	priv := MustChannel(t, e.s, e.ws, e.member, "priv", parley.KindPrivate)
@@ -83,8 +85,7 @@ func testJoinLeave(t *testing.T, open Opener) {
 	_, err = e.s.GetChannel(ctx(t), e.member.ID, priv.ID)
 	Code(t, err, parley.ENOTFOUND)
 	evs = chLog(t, e.rec, priv.ID, parley.EventChannelCreated, parley.EventMemberLeft)
-	chTopics(t, evs[1], parley.TopicUser(e.member.ID))
-	chNoTopic(t, evs[1], parley.TopicWorkspace(e.ws.ID))
+	chTopicsExactly(t, evs[1], parley.TopicChannel(priv.ID), parley.TopicUser(e.member.ID), parley.TopicDirectory(e.ws.ID))
 
 	// Rejoining starts with nothing unread.
 	got, err = e.s.JoinChannel(ctx(t), e.member2.ID, ch.ID)
@@ -110,8 +111,7 @@ func testAddMembers(t *testing.T, open Opener) {
 		if d.ActorID != e.member.ID || d.MemberCount != int64(i+2) {
 			t.Fatalf("member.joined payload = %s", ev.Data)
 		}
-		chTopics(t, ev, parley.TopicUser(d.UserID))
-		chNoTopic(t, ev, parley.TopicWorkspace(e.ws.ID))
+		chTopicsExactly(t, ev, parley.TopicChannel(ev.ChannelID), parley.TopicUser(d.UserID), parley.TopicDirectory(e.ws.ID))
 		joined = append(joined, d.UserID)
 	}
 	slices.Sort(joined)
@@ -142,12 +142,13 @@ func testAddMembers(t *testing.T, open Opener) {
 	chLog(t, e.rec, priv.ID, parley.EventChannelCreated, parley.EventMemberJoined, parley.EventMemberJoined,
 		parley.EventMemberJoined)
 
-	// Public channels announce additions on the workspace topic.
+	// Public channels announce additions to their members and the user
+	// added, like private ones.
 	pub := MustChannel(t, e.s, e.ws, e.member, "pub", parley.KindPublic)
 	_, err = e.s.AddMembers(ctx(t), e.member.ID, pub.ID, []string{e.guest.ID})
 	NoErr(t, err)
 	evs = chLog(t, e.rec, pub.ID, parley.EventChannelCreated, parley.EventMemberJoined)
-	chTopics(t, evs[1], parley.TopicWorkspace(e.ws.ID), parley.TopicUser(e.guest.ID))
+	chTopicsExactly(t, evs[1], parley.TopicChannel(pub.ID), parley.TopicUser(e.guest.ID), parley.TopicDirectory(e.ws.ID))
 	if g := e.get(t, e.guest, pub); !g.IsMember || g.MemberCount != 2 {
 		t.Fatalf("guest added to public channel sees %+v", g)
 	}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -220,7 +221,9 @@ func init() {
 		}
 		seen := map[string]bool{}
 		for i, e := range evs {
-			if len(e.Topics) != 2 || e.Topics[0] != parley.TopicWorkspace(e.WorkspaceID) || e.Topics[1] != parley.TopicDirectory(e.WorkspaceID) {
+			// The sessions that have the user in view, the user's own and
+			// the caches: not every session of the workspace.
+			if !slices.Equal(e.Topics, []string{parley.TopicProfile(u.ID), parley.TopicUser(u.ID), parley.TopicDirectory(e.WorkspaceID)}) {
 				t.Errorf("user.updated topics = %v for workspace %s", e.Topics, e.WorkspaceID)
 			}
 			if users[i].Email != "" || users[i].Name != name {
@@ -268,6 +271,9 @@ func init() {
 		evs, users := userEventsOf(t, rec, parley.EventUserStatus, u.ID)
 		if len(evs) != 1 || evs[0].WorkspaceID != ws.ID || users[0].Status == nil || users[0].Email != "" {
 			t.Fatalf("user.status events = %+v", evs)
+		}
+		if !slices.Equal(evs[0].Topics, []string{parley.TopicProfile(u.ID), parley.TopicUser(u.ID), parley.TopicDirectory(ws.ID)}) {
+			t.Fatalf("user.status topics = %v, want the profile, user and directory topics", evs[0].Topics)
 		}
 
 		// Text alone is a status too; then clearing removes it.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func init() {
 
 		evs, ds := memberJoinedOf(t, rec, u.ID)
 		if len(evs) != 1 || evs[0].WorkspaceID != ws.ID || ds[0].Role != parley.RoleOwner ||
-			len(evs[0].Topics) != 2 || evs[0].Topics[0] != parley.TopicWorkspace(ws.ID) || evs[0].Topics[1] != parley.TopicDirectory(ws.ID) ||
+			len(evs[0].Topics) != 2 || evs[0].Topics[0] != parley.TopicAdmins(ws.ID) || evs[0].Topics[1] != parley.TopicDirectory(ws.ID) ||
 			ds[0].User == nil || ds[0].User.Email != "" {
 			t.Fatalf("workspace.member_joined = %+v %+v", evs, ds)
 		}
@@ -197,12 +198,36 @@ func init() {
 			t.Fatalf("GetWorkspace after accept = %+v, %v", w, err)
 		}
 		evs, ds := memberJoinedOf(t, rec, newcomer.ID)
-		if len(evs) != 1 || evs[0].WorkspaceID != ws.ID || evs[0].Topics[0] != parley.TopicWorkspace(ws.ID) ||
+		if len(evs) != 1 || evs[0].WorkspaceID != ws.ID || !slices.Equal(evs[0].Topics, []string{parley.TopicAdmins(ws.ID), parley.TopicDirectory(ws.ID)}) ||
 			ds[0].Role != parley.RoleMember || ds[0].User == nil || ds[0].User.ID != newcomer.ID || ds[0].User.Email != "" {
 			t.Fatalf("workspace.member_joined = %+v %+v", evs, ds)
 		}
-		if !joinedChannel(t, rec, generalOf(t, rec, ws), newcomer.ID) {
-			t.Fatalf("newcomer did not join #general")
+		// The newcomer is in #general with nothing unread, quietly: no
+		// member.joined for its members (everyone); the admins' event
+		// carries the join.
+		general := generalOf(t, rec, ws)
+		if joinedChannel(t, rec, general, newcomer.ID) {
+			t.Fatalf("joining #general with the workspace wrote a member.joined")
+		}
+		gch, err := s.GetChannel(ctx(t), newcomer.ID, general)
+		NoErr(t, err)
+		if !gch.IsMember || gch.MemberCount != 2 || gch.LastReadSeq != gch.LastSeq {
+			t.Fatalf("#general for the newcomer = %+v", gch)
+		}
+		if want := []parley.JoinedChannel{{ChannelID: general, MemberCount: 2, LastSeq: gch.LastSeq}}; !slices.Equal(ds[0].Channels, want) {
+			t.Fatalf("workspace.member_joined channels = %+v, want %+v", ds[0].Channels, want)
+		}
+		b, err := s.Boot(ctx(t), newcomer.ID, parley.BootQuery{WorkspaceID: ws.ID})
+		NoErr(t, err)
+		for _, c := range b.Channels {
+			if c.ID == general && (c.UnreadCount != 0 || c.LastReadSeq != c.LastSeq) {
+				t.Fatalf("boot's #general for the newcomer = %+v", c)
+			}
+		}
+		// They may leave it like any channel.
+		NoErr(t, s.LeaveChannel(ctx(t), newcomer.ID, general))
+		if g, err := s.GetChannel(ctx(t), owner.ID, general); err != nil || g.MemberCount != 1 {
+			t.Fatalf("#general after the newcomer left = %+v, %v", g, err)
 		}
 
 		// Owner and newcomer now share a workspace.
@@ -324,8 +349,12 @@ func init() {
 		_, err := s.ArchiveChannel(ctx(t), owner.ID, general)
 		NoErr(t, err)
 		MustJoinWorkspace(t, s, ws, owner, newcomer)
-		if joinedChannel(t, rec, general, newcomer.ID) {
+		if g, err := s.GetChannel(ctx(t), newcomer.ID, general); err == nil && g.IsMember {
 			t.Fatalf("newcomer joined an archived #general")
+		}
+		evs, ds := memberJoinedOf(t, rec, newcomer.ID)
+		if len(evs) != 1 || len(ds[0].Channels) != 0 {
+			t.Fatalf("workspace.member_joined = %+v: joined %+v", evs, ds[0].Channels)
 		}
 	})
 

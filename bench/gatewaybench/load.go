@@ -29,6 +29,7 @@ import (
 type Config struct {
 	Parley         string        // path of the parley binary
 	Reader         string        // "client" (package client) or "raw"
+	Deflate        bool          // raw reader: sessions negotiate permessage-deflate
 	Pollers        int           // raw reader: poller goroutines (default 1)
 	ReadBuffer     int           // raw reader: bytes read from a socket at once
 	Sessions       int           // identified sessions, all in #general
@@ -68,11 +69,20 @@ type Result struct {
 	ConnectSeconds   float64 `json:"connect_seconds"`
 	PostSeconds      float64 `json:"post_seconds"`
 	ServerCPUSeconds float64 `json:"server_cpu_seconds"` // posting phase, drain included
-	IdleCPUPerSecond float64 `json:"idle_cpu_per_second"`
-	DeliveriesPerCPU float64 `json:"deliveries_per_cpu_second"`
-	P50ms            float64 `json:"p50_ms"`
-	P99ms            float64 `json:"p99_ms"`
-	Maxms            float64 `json:"max_ms"`
+	// The server's write system calls and bytes written (/proc/<pid>/io
+	// syscw and wchar: sockets, and the store's files) over the same
+	// window, and each per delivery.
+	Deflate            bool    `json:"deflate"`
+	WriteCalls         int64   `json:"write_calls"`
+	WriteBytes         int64   `json:"write_bytes"`
+	WritesPerDelivery  float64 `json:"writes_per_delivery"`
+	BytesPerDelivery   float64 `json:"bytes_per_delivery"`
+	CPUPer1kDeliveries float64 `json:"cpu_seconds_per_1000_deliveries"`
+	IdleCPUPerSecond   float64 `json:"idle_cpu_per_second"`
+	DeliveriesPerCPU   float64 `json:"deliveries_per_cpu_second"`
+	P50ms              float64 `json:"p50_ms"`
+	P99ms              float64 `json:"p99_ms"`
+	Maxms              float64 `json:"max_ms"`
 	// The latency in two parts: send → commit (the message's created_at),
 	// per message, and commit → receipt, per delivery.
 	StoredP50ms float64 `json:"send_to_commit_p50_ms"`
@@ -123,6 +133,8 @@ func (r *Result) Print(w io.Writer) {
 		r.Delivered, r.Expected, r.Lost, r.Duplicates, r.SGaps, r.Reconnects)
 	fmt.Fprintf(w, "  server CPU: %.2f s over the posting phase (idle: %.3f CPU-s/s) → %.0f deliveries per server CPU-second\n",
 		r.ServerCPUSeconds, r.IdleCPUPerSecond, r.DeliveriesPerCPU)
+	fmt.Fprintf(w, "  server writes: %d calls, %d bytes → %.3f write calls and %.0f bytes per delivery; %.3f server CPU-s per 1,000 deliveries (clients offer deflate: %v)\n",
+		r.WriteCalls, r.WriteBytes, r.WritesPerDelivery, r.BytesPerDelivery, r.CPUPer1kDeliveries, r.Deflate)
 	fmt.Fprintf(w, "  post → receipt: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", r.P50ms, r.P99ms, r.Maxms)
 	fmt.Fprintf(w, "    of which send → commit (created_at) p50 %.1f ms, p99 %.1f ms; commit → receipt p50 %.1f ms, p99 %.1f ms\n",
 		r.StoredP50ms, r.StoredP99ms, r.FanoutP50ms, r.FanoutP99ms)
@@ -354,6 +366,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if raw, err = benchkit.NewRawEngine(cfg.Pollers, cfg.ReadBuffer); err != nil {
 			return fail(err)
 		}
+		raw.Deflate = cfg.Deflate
+		res.Deflate = cfg.Deflate
 		defer raw.Close()
 	}
 	connectStart := time.Now()
@@ -426,6 +440,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return fail(err)
 	}
+	io0, err := srv.IO()
+	if err != nil {
+		return fail(err)
+	}
 	res.LoadAvg[0] = benchkit.LoadAvg()
 	postStart := time.Now()
 	postLat, err := post(ctx, cfg, poster, channel)
@@ -444,7 +462,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return fail(err)
 	}
+	io1, err := srv.IO()
+	if err != nil {
+		return fail(err)
+	}
 	res.ServerCPUSeconds = (cpu1 - cpu0).Seconds()
+	res.WriteCalls, res.WriteBytes = io1.WriteCalls-io0.WriteCalls, io1.WriteBytes-io0.WriteBytes
 	res.LoadAvg[1] = benchkit.LoadAvg()
 	if cfg.CPUProfile != "" {
 		if err := <-profDone; err != nil {
@@ -477,6 +500,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Delivered = rec.delivered.Load()
 	if res.ServerCPUSeconds > 0 {
 		res.DeliveriesPerCPU = float64(res.Delivered) / res.ServerCPUSeconds
+	}
+	if d := float64(res.Delivered); d > 0 {
+		res.WritesPerDelivery = float64(res.WriteCalls) / d
+		res.BytesPerDelivery = float64(res.WriteBytes) / d
+		res.CPUPer1kDeliveries = res.ServerCPUSeconds / d * 1000
 	}
 	var lat, fan, stored []int64
 	res.PerMessageP99ms = make([]float64, len(rec.lat))

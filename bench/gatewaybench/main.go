@@ -34,6 +34,7 @@ func main() {
 	var cfg Config
 	flag.StringVar(&cfg.Parley, "parley", "bin/parley", "the parley binary to run (make build)")
 	flag.StringVar(&cfg.Reader, "reader", "raw", `how sessions read: "raw" (lean nbio reader, frames handled inline) or "client" (package client's Conn)`)
+	flag.BoolVar(&cfg.Deflate, "deflate", false, "raw reader: sessions negotiate permessage-deflate, as browsers do")
 	flag.IntVar(&cfg.Pollers, "pollers", runtime.GOMAXPROCS(0), "raw reader: poller goroutines reading the sessions' sockets (spread over them)")
 	flag.IntVar(&cfg.ReadBuffer, "read-buffer", 8<<10, "raw reader: bytes read from a socket at once (nbio parses each read's frames in time quadratic in their number)")
 	flag.IntVar(&cfg.Sessions, "sessions", 1000, "identified sessions, one user each, all in #general")

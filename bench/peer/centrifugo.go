@@ -30,8 +30,9 @@ const (
 	cfAPIKey    = "parley-bench-api-key"
 )
 
-// centrifugoConfig is the configuration file's content.
-func centrifugoConfig() []byte {
+// centrifugoConfig is the configuration file's content, with extra's keys
+// added (the -wire mode's websocket_compression).
+func centrifugoConfig(extra map[string]any) []byte {
 	cfg := map[string]any{
 		"api_key":                               cfAPIKey,
 		"allow_anonymous_connect_without_token": true,
@@ -41,6 +42,9 @@ func centrifugoConfig() []byte {
 			"allow_subscribe_for_anonymous": true,
 			"allow_subscribe_for_client":    true,
 		}},
+	}
+	for k, v := range extra {
+		cfg[k] = v
 	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	return b
@@ -53,11 +57,11 @@ type centrifugo struct {
 	hc  *http.Client
 }
 
-// startCentrifugo writes the configuration into dir and runs bin on a free
-// loopback port, waiting for its health endpoint.
-func startCentrifugo(ctx context.Context, bin, dir string, hc *http.Client) (*centrifugo, error) {
+// startCentrifugo writes the configuration (with extra's keys) into dir and
+// runs bin on a free loopback port, waiting for its health endpoint.
+func startCentrifugo(ctx context.Context, bin, dir string, hc *http.Client, extra map[string]any) (*centrifugo, error) {
 	conf := filepath.Join(dir, "centrifugo.json")
-	if err := os.WriteFile(conf, centrifugoConfig(), 0o600); err != nil {
+	if err := os.WriteFile(conf, centrifugoConfig(extra), 0o600); err != nil {
 		return nil, err
 	}
 	addr, err := benchkit.FreePort()

@@ -33,6 +33,11 @@
 // of the rate); the last rate passed is the server's capacity. The server
 // "null" (null.go) only sends: it gives the generator's own ceiling.
 //
+// With -wire, no load runs: one message with -size bytes of the corpus is
+// delivered by each server to a client that offers permessage-deflate and
+// to one that does not, and the frames' bytes on the wire are printed
+// (wire.go; docs/benchmarks.md, "Bytes on the wire").
+//
 // Centrifugo is built from the Go module proxy into a cache directory the
 // first time (see installCentrifugo). `make bench-peer` and `make
 // bench-capacity` run the sizes of docs/benchmarks.md.
@@ -84,6 +89,8 @@ func main() {
 	flag.IntVar(&cfg.ReadBuffer, "read-buffer", 8<<10, "bytes read from a socket at once")
 	flag.DurationVar(&cfg.Settle, "settle", 5*time.Second, "idle time after connecting, before RSS is read")
 	flag.DurationVar(&cfg.Drain, "drain", 20*time.Second, "longest wait for the last deliveries")
+	wire := flag.Bool("wire", false, "instead of the load: measure one delivered message's bytes on the wire from each server, with and without permessage-deflate (wire.go)")
+	corpus := flag.String("corpus", "gateway/testdata/corpus.txt", "-wire: the text's source (its first -size bytes)")
 	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
 	verbose := flag.Bool("v", false, "log progress")
 	flag.Parse()
@@ -108,6 +115,13 @@ func main() {
 		}
 	}
 	benchkit.PinServers(serverCPUs)
+	if *wire {
+		if err := runWire(ctx, &cfg, servers, cfVersion, cacheDir, goBin, *corpus, *jsonOut); err != nil {
+			fmt.Fprintln(os.Stderr, "peer:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, &cfg, sizes, servers, cfVersion, cacheDir, goBin, *jsonOut); err != nil {
 		fmt.Fprintln(os.Stderr, "peer:", err)
 		os.Exit(1)
@@ -145,6 +159,26 @@ func run(ctx context.Context, cfg *Config, sizes, servers, cfVersion, cacheDir, 
 		if r.Lost != 0 || r.Duplicates != 0 {
 			return fmt.Errorf("%s at %d subscribers lost %d and duplicated %d deliveries", r.Server, r.Subscribers, r.Lost, r.Duplicates)
 		}
+	}
+	return nil
+}
+
+// runWire is the -wire mode.
+func runWire(ctx context.Context, cfg *Config, servers, cfVersion, cacheDir, goBin, corpus, jsonOut string) error {
+	if strings.Contains(servers, "centrifugo") && cfg.Centrifugo == "" {
+		var err error
+		if cfg.Centrifugo, err = installCentrifugo(ctx, goBin, cfVersion, cacheDir, cfg.Log); err != nil {
+			return err
+		}
+	}
+	rows, err := measureWire(ctx, *cfg, corpus)
+	if err != nil {
+		return err
+	}
+	printWire(os.Stdout, *cfg, rows)
+	if jsonOut != "" {
+		b, _ := json.MarshalIndent(rows, "", "  ")
+		return os.WriteFile(jsonOut, append(b, '\n'), 0o644)
 	}
 	return nil
 }

@@ -238,3 +238,35 @@ func TestWSTextFrame(t *testing.T) {
 		}
 	}
 }
+
+// TestWireParley: the -wire mode reads Parley's delivered frames off the
+// wire: every delivery to a client offering permessage-deflate went out
+// compressed and smaller, the others not; the first message is larger (it
+// carries its author as a just-in-time user).
+func TestWireParley(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs parley; skipped with -short")
+	}
+	bin := filepath.Join(t.TempDir(), "parley")
+	build := exec.Command("go", "build", "-o", bin, "parley/cmd/parley")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("build parley: %v", err)
+	}
+	rows, err := measureWire(t.Context(), Config{Parley: bin, TextBytes: 200}, "../../gateway/testdata/corpus.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 8 {
+		t.Fatalf("rows %+v", rows)
+	}
+	for i := 0; i < len(rows); i += 4 { // plain first, plain, compressed first, compressed
+		plainJIT, plain, zJIT, z := rows[i], rows[i+1], rows[i+2], rows[i+3]
+		if plainJIT.Compressed || plain.Compressed || !zJIT.Compressed || !z.Compressed {
+			t.Fatalf("compressed flags: %+v", rows[i:i+4])
+		}
+		if z.Bytes >= plain.Bytes || zJIT.Bytes >= plainJIT.Bytes || plain.Bytes >= plainJIT.Bytes {
+			t.Fatalf("sizes: %+v", rows[i:i+4])
+		}
+	}
+}

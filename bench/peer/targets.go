@@ -83,7 +83,7 @@ func newCentrifugoTarget(ctx context.Context, cfg Config, dir string, eng *bench
 	if cfg.Centrifugo == "" {
 		return nil, errors.New("no centrifugo binary")
 	}
-	srv, err := startCentrifugo(ctx, cfg.Centrifugo, dir, hc)
+	srv, err := startCentrifugo(ctx, cfg.Centrifugo, dir, hc, nil)
 	if err != nil {
 		return nil, err
 	}

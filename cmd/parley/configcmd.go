@@ -31,6 +31,9 @@ listener. Changes take effect on every node within moments, without a restart.
 Settings:
   collapsed_threads            true|false  replies count in their thread (default true)
   channel_mention_max_members  n           above n members, @channel/@here need an admin (0: no cap)
+  gateway_compression          true|false  compress event frames (permessage-deflate) (default true)
+  gateway_compression_min_bytes n          smaller event frames go uncompressed (default 256)
+  gateway_fill_concurrency     n           catch-up reads of channel logs per node at once (0: --fill-concurrency)
   rate_<tier>_user, rate_<tier>_ip         API rate limits, tier message|write|create|search:
                                            "N/min", "N/min,burst=B", "off" or "default"
   rate_login_account_ip, rate_login_account, rate_login_ip, rate_signup_ip

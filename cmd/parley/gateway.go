@@ -33,6 +33,7 @@ func (n *node) openGateway() error {
 		NodeID:     n.opts.NodeID,
 		Logger:     n.log,
 		Registerer: n.reg,
+		Live:       n.config,
 
 		AllowedOrigins:          n.opts.Origins,
 		TrustedProxies:          n.opts.proxies,

@@ -32,11 +32,17 @@ func (o *loadtestOptions) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Channels, "channels", 0, "API setup: public channels besides #general, joined round-robin")
 	fs.StringVar(&c.Seed, "seed", "", "JSON written by `parley seed --out` (users and tokens) instead of setting up through the API")
 	fs.Float64Var(&c.ConnectRate, "connect-rate", 200, "sessions booted and connected per second")
-	fs.Float64Var(&c.Rate, "rate", 0, "messages/s (big-team-boot, reconnect-storm, hot-channel), joins/s (join-spike) or actions/s (steady); default by scenario: 5, 5, 100, 200, 50")
+	fs.Float64Var(&c.Rate, "rate", 0, "messages/s (big-team-boot, reconnect-storm, hot-channel), joins/s (join-spike), actions/s (steady) or actions/s of each phase (audience); default by scenario: 5, 5, 100, 200, 50, 50")
 	fs.IntVar(&c.Posters, "posters", 10, "users who post the messages")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 256, "actions of one schedule running at once per process; an action due beyond it starts late (counted)")
 	fs.IntVar(&c.ServerPID, "server-pid", 0, "the server's process id on this machine: report its cores beside the load generator's")
 	fs.IntVar(&c.Watchers, "watchers", 0, "join-spike: members of the channel before the spike (default users/10, at most 50)")
+	fs.Float64Var(&c.OtherRate, "other-rate", 0, "join-spike: messages/s posted meanwhile into the other channels, whose delivery latency is reported (default 2)")
+	fs.IntVar(&c.View, "view", 0, "audience: users in each session's view (presence_sub), four fifths recent posters of its channel and one fifth DM partners (default 50)")
+	fs.IntVar(&c.Admins, "admins", 0, "audience: online users promoted to workspace admin (default 5)")
+	fs.IntVar(&c.StatusChanges, "status-changes", 0, "audience: status changes, half by online and half by offline users (default 100)")
+	fs.IntVar(&c.Joins, "joins", 0, "audience: joins into one public channel by users not in it, one in five online (default 1000)")
+	fs.IntVar(&c.WorkspaceJoins, "workspace-joins", 0, "audience: new users accepting an invite (default 500)")
 	fs.DurationVar(&c.Duration, "duration", 0, "length of the load phase (default 30s)")
 	fs.DurationVar(&c.StormAfter, "storm-after", 0, "reconnect-storm: time into the load phase when every socket drops (default min(5s, duration/3))")
 	fs.IntVar(&c.TextBytes, "text", 200, "bytes of text per message")
@@ -57,7 +63,7 @@ func newLoadtestCmd() *cobra.Command {
 		Use:   "loadtest",
 		Short: "Drive a running server with a load scenario and report losses, latency and rates",
 		Long: "Run a load scenario against a running Parley (--url): big-team-boot, reconnect-storm,\n" +
-			"hot-channel, join-spike or steady (docs/loadtest.md). Every received durable event is\n" +
+			"hot-channel, join-spike, steady or audience (docs/loadtest.md). Every received durable event is\n" +
 			"checked per channel: lost, duplicated and out-of-order events must be zero, or the\n" +
 			"command fails. A progress line goes to stderr every second; the summary to stdout;\n" +
 			"result.json and report.html to --out.",
@@ -91,8 +97,12 @@ func newLoadtestCmd() *cobra.Command {
 				return err
 			}
 			if res != nil && !res.Pass {
-				return fmt.Errorf("loadtest failed: %d lost, %d duplicated, %d out of order, %d of %d users connected",
-					res.Lost, res.Duplicated, res.OutOfOrder, res.Connected, res.Users)
+				stale := ""
+				if res.Audience != nil {
+					stale = fmt.Sprintf(", %d stale entries", res.Audience.StaleEntries)
+				}
+				return fmt.Errorf("loadtest failed: %d lost, %d duplicated, %d out of order, %d of %d users connected%s",
+					res.Lost, res.Duplicated, res.OutOfOrder, res.Connected, res.Users, stale)
 			}
 			return nil
 		},

@@ -85,6 +85,8 @@ func TestLoadtestRejectsBadFlags(t *testing.T) {
 		{"--scenario", "hot-channel"},
 		{"--scenario", "hot-channel", "--users", "2", "--source-ips", "127.0.0.9-127.0.0.1"},
 		{"--scenario", "hot-channel", "--users", "2", "--url", "ftp://x"},
+		{"--scenario", "audience", "--users", "2", "--procs", "2"},
+		{"--scenario", "audience", "--users", "2", "--view", "501"},
 	} {
 		cmd := exec.Command(binPath, append([]string{"loadtest"}, args...)...)
 		cmd.Env = cleanEnv()

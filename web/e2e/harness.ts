@@ -49,12 +49,15 @@ export interface ServerOptions {
 	demo?: boolean;
 	/** Extra flags for `parley serve`. */
 	args?: string[];
+	/** Serve the admin listener (metrics) on a free loopback port: `adminUrl`. */
+	admin?: boolean;
 }
 
 /** One parley server: a process, a port and a data directory that outlive restarts. */
 export class ParleyServer {
 	readonly dataDir: string;
 	port = 0;
+	adminPort = 0;
 	private proc: ChildProcess | undefined;
 	private stderrTail: string[] = [];
 	private exited: Promise<void> | undefined;
@@ -68,17 +71,23 @@ export class ParleyServer {
 		return `http://127.0.0.1:${this.port}`;
 	}
 
+	/** The admin listener (`/metrics`), with `admin: true`. */
+	get adminUrl(): string {
+		return `http://127.0.0.1:${this.adminPort}`;
+	}
+
 	/** Start the server (a fresh port the first time, the same port after). */
 	async start(): Promise<void> {
 		if (this.proc) throw new Error('parley already running');
 		if (!this.port) this.port = await freePort();
+		if (this.opts.admin && !this.adminPort) this.adminPort = await freePort();
 		if (!existsSync(binPath)) throw new Error(`no parley binary at ${binPath}: run buildAll() first`);
 		const args = [
 			'serve',
 			'--listen',
 			`127.0.0.1:${this.port}`,
 			'--admin',
-			'off',
+			this.opts.admin ? `127.0.0.1:${this.adminPort}` : 'off',
 			'--data',
 			this.dataDir,
 			'--log-format',

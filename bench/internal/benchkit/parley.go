@@ -66,14 +66,16 @@ func Seed(ctx context.Context, bin, dataDir, db string, users int) (*SeedFile, e
 
 // StartParley runs `parley serve` on dataDir (or db) with an admin listener
 // and waits for its banner. Every benchmark session connects from loopback,
-// so the per-IP identify limit is lifted.
+// so the per-IP identify limit is lifted; and one publisher posts every
+// message of a run (hundreds a second), so the per-user and per-address
+// message limits, which are for people, are off.
 func StartParley(ctx context.Context, bin, dataDir, db string) (*Parley, error) {
 	admin, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "serve", "--data", dataDir, "--listen", "127.0.0.1:0", "--admin", admin,
-		"--identify-rate", "100000000", "--log-level", "warn", "--log-format", "json")
+		"--identify-rate", "100000000", "--rate-message-user", "off", "--rate-message-ip", "off", "--log-level", "warn", "--log-format", "json")
 	if db != "" {
 		cmd.Args = append(cmd.Args, "--db", db)
 	}

@@ -210,6 +210,38 @@ func RaiseFileLimit() (uint64, error) {
 	return lim.Cur, nil
 }
 
+// IO is a process's write activity so far, from /proc/<pid>/io.
+type IO struct {
+	WriteCalls int64 // syscw: write-like system calls (write, writev, sendmsg…)
+	WriteBytes int64 // wchar: bytes handed to them (sockets, files, pipes)
+}
+
+// ProcIO reads a process's IO counters.
+func ProcIO(pid int) (IO, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return IO{}, err
+	}
+	var io IO
+	for line := range strings.SplitSeq(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch k {
+		case "syscw":
+			io.WriteCalls = n
+		case "wchar":
+			io.WriteBytes = n
+		}
+	}
+	return io, nil
+}
+
+// IO returns the process's write counters (ProcIO).
+func (p *Proc) IO() (IO, error) { return ProcIO(p.PID()) }
+
 // LoadAvg is the 1-minute load average (0 if unreadable).
 func LoadAvg() float64 {
 	b, err := os.ReadFile("/proc/loadavg")

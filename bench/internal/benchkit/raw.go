@@ -39,6 +39,10 @@ type RawEngine struct {
 	heartbeatMS atomic.Int64
 	stop        chan struct{}
 	stopOnce    sync.Once
+	// Deflate: sessions dialed from now on offer permessage-deflate (as
+	// browsers do) and inflate compressed frames; their own frames go
+	// uncompressed.
+	Deflate bool
 }
 
 // NewRawEngine starts an engine with pollers poller goroutines, each
@@ -75,11 +79,13 @@ func (r *RawEngine) Dial(ctx context.Context, url string, onText func(ws *websoc
 		}
 	})
 	u.OnClose(func(*websocket.Conn, error) { onClose() })
+	u.EnableCompression(r.Deflate)
 	d := &websocket.Dialer{Engine: r.eng, Upgrader: u, DialTimeout: 10 * time.Second}
 	wc, _, err := d.DialContext(ctx, url, http.Header{})
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
 	}
+	wc.EnableWriteCompression(false)
 	return wc, nil
 }
 

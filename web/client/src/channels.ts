@@ -49,11 +49,18 @@ export class Channels {
 		if (visible && active) this.scheduleRead(active, 0);
 	}
 
-	/** Make sure the session knows the channel (a public channel the user is not in is previewed). */
+	/**
+	 * Make sure the session knows the channel (a public channel the user is
+	 * not in is previewed). A previewed channel is read again: nothing of it
+	 * came while it was out of focus.
+	 */
 	async ensure(channelId: string): Promise<void> {
 		const store = this.core.store;
-		if (store.s.channelsById[channelId]) return;
+		const known = store.s.channelsById[channelId];
+		if (known?.is_member) return;
 		const c = await this.core.api.getChannel(channelId);
+		const now = store.s.channelsById[channelId];
+		if (now?.is_member) return; // joined meanwhile: the join's copy is newer
 		store.set({ channelsById: { ...store.s.channelsById, [c.id]: toView(c, c.is_member) } });
 	}
 

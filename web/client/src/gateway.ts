@@ -136,6 +136,19 @@ export class Gateway {
 	private readonly tracked = new Map<string, number>();
 	private focusIds: string[] | undefined;
 	private presenceIds: string[] | undefined;
+	/**
+	 * The session may not hold presenceIds: they changed while no socket was
+	 * live, or the last presence_sub went out on a socket that died before a
+	 * later heartbeat was answered (the server reads a socket's frames in
+	 * order, so an ack proves the frames before it were read). A resumed
+	 * session keeps its presence_sub set (the server carries it across
+	 * resumes and nodes); only an unconfirmed one is sent again.
+	 */
+	private presenceUnconfirmed = false;
+	/** A presence_sub went out on the current socket with no heartbeat after it yet. */
+	private presenceInFlight = false;
+	/** A heartbeat went out after the last presence_sub: its ack confirms the set. */
+	private presenceBeatSent = false;
 
 	readonly stats: GatewayStats = {
 		connects: 0,
@@ -233,10 +246,27 @@ export class Gateway {
 		this.sendIfLive({ op: 'focus', channel_ids: this.focusIds });
 	}
 
-	/** Replace the set of users whose presence is wanted (the users on screen). */
+	/**
+	 * Replace the session's set of users in view (presence_sub): their
+	 * presence, profile and status changes come to this session. Sent now
+	 * when a socket is live; else on the next session: always after a fresh
+	 * identify, after a resume only when the server may lack it.
+	 */
 	presenceSub(userIds: string[]): void {
 		this.presenceIds = [...userIds];
-		this.sendIfLive({ op: 'presence_sub', user_ids: this.presenceIds });
+		if (this.ws && this.live) this.writePresence(this.ws);
+		else this.presenceUnconfirmed = true;
+	}
+
+	/** Whether a socket is live (identified or resumed) right now. */
+	get isLive(): boolean {
+		return !!this.ws && this.live;
+	}
+
+	private writePresence(ws: WebSocketLike): void {
+		this.send(ws, { op: 'presence_sub', user_ids: this.presenceIds ?? [] });
+		this.presenceInFlight = true;
+		this.presenceBeatSent = false;
 	}
 
 	/** Tell the channel's other members the user is typing (callers throttle to one per 3 s). */
@@ -387,6 +417,7 @@ export class Gateway {
 		this.heartbeatTimer = setTimeout(() => {
 			if (this.ws !== ws) return;
 			this.send(ws, { op: 'heartbeat' });
+			if (this.presenceInFlight) this.presenceBeatSent = true;
 			this.scheduleHeartbeat(ws, false);
 		}, d);
 	}
@@ -447,12 +478,18 @@ export class Gateway {
 				return;
 			}
 			case 'heartbeat_ack':
+				if (this.presenceBeatSent) this.presenceInFlight = this.presenceBeatSent = false;
 				return;
 			case 'reconnect': {
 				this.log(`gateway: server asks to reconnect (${f.reason})`);
 				this.nextDelayMs = retryAfterDelay(f.retry_after_ms ?? 0, this.random);
 				return; // the server closes the socket next
 			}
+			case 'presence_sub_limited':
+				// The view is kept to what is on screen, so this is a bug
+				// worth seeing: only the first f.limit users are followed.
+				this.log(`gateway: users in view cut to ${f.limit} of ${f.requested}`);
+				return;
 			default:
 				return; // unknown ops are ignored
 		}
@@ -461,7 +498,13 @@ export class Gateway {
 	private onLive(ws: WebSocketLike, resumed: boolean): void {
 		this.live = true;
 		if (this.focusIds) this.send(ws, { op: 'focus', channel_ids: this.focusIds });
-		if (this.presenceIds) this.send(ws, { op: 'presence_sub', user_ids: this.presenceIds });
+		// A new session watches nobody; a resumed one keeps its set unless a
+		// change of it may not have reached the server.
+		const presenceOwed = !resumed || this.presenceUnconfirmed || this.presenceInFlight;
+		this.presenceUnconfirmed = false;
+		this.presenceInFlight = this.presenceBeatSent = false;
+		// (An empty set is news only to a resumed session that had another.)
+		if (presenceOwed && this.presenceIds && (this.presenceIds.length || resumed)) this.writePresence(ws);
 		this.emitter.emit('session', { sessionId: this.sessionId!, userId: this._userId!, resumed });
 		const gen = this.generation;
 		if (this.needCatchUp) this.enqueue(gen, () => this.catchUp(gen));

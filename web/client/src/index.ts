@@ -12,7 +12,8 @@
 //   await session.start(workspaceId, { channelId });   // boot + gateway
 //   await session.openChannel(channelId);              // focus, history, read marker
 //   await session.send(channelId, 'hello @bob');
-//   session.setPresenceView(userIdsOnScreen);          // presence_sub follows the view
+//   session.setViewUsers('sidebar', dmPartnerIds);     // the users on screen, per part:
+//   session.setViewUsers('messages', visibleAuthorIds); // presence_sub follows their union
 //   session.api.search(workspaceId, 'query');          // any endpoint: session.api
 //   session.setVisible(!document.hidden);               // the app feeds page signals:
 //   session.online();                                   // the library adds no DOM listeners
@@ -25,6 +26,8 @@ export type { ApiOptions, AuthResult, HistoryQuery, PageQuery, SwitcherResult } 
 export { Gateway, backoffDelay, retryAfterDelay, CLIENT_RECONNECT_CODE } from './gateway';
 export type { GatewayEvents, GatewayOptions, GatewayStats, WebSocketCtor, WebSocketLike } from './gateway';
 export { Session } from './session';
+export { ViewSet, VIEW_SOURCES } from './viewset';
+export type { ViewSetHost, ViewSetOptions } from './viewset';
 export { typingKey } from './typing';
 export { mentions } from './messages';
 export type { ChannelView, LocalMessage, MessageList, SessionEvents, SessionNotification, SessionOptions, SessionState, ThreadList, TypingUser } from './state';

@@ -1,31 +1,30 @@
-// Presence: only the users on screen are subscribed (presence_sub follows
-// the view), and their presence.changed events fill state.presence.
+// Presence: the presence.changed events of the users in view (the view set,
+// viewset.ts, keeps presence_sub equal to the users on screen) fill
+// state.presence; a user who leaves the view loses their entry, since their
+// changes stop coming.
 
 import type { Presence as PresenceValue } from './types';
 import type { Core } from './state';
 
 export class Presence {
-	/** The subscribed ids, sorted and joined: a cheap equality test. */
-	private ids = '';
-
 	constructor(private readonly core: Core) {}
-
-	/** The users whose presence dots are on screen; replaces the previous set. */
-	setView(userIds: string[]): void {
-		const ids = [...new Set(userIds)].sort();
-		const key = ids.join(',');
-		if (key === this.ids) return;
-		this.ids = key;
-		this.core.gw()?.presenceSub(ids);
-	}
-
-	/** A new gateway: subscribe what the view asked for before it existed. */
-	resubscribe(): void {
-		if (this.ids) this.core.gw()?.presenceSub(this.ids.split(','));
-	}
 
 	changed(userId: string, presence: PresenceValue): void {
 		const store = this.core.store;
 		store.set({ presence: { ...store.s.presence, [userId]: presence } });
+	}
+
+	/** These users left the view: what is known of their presence goes stale, so it goes. */
+	forget(userIds: string[]): void {
+		const store = this.core.store;
+		const self = store.s.self?.id;
+		const next = { ...store.s.presence };
+		let changed = false;
+		for (const id of userIds) {
+			if (id === self || !(id in next)) continue;
+			delete next[id];
+			changed = true;
+		}
+		if (changed) store.set({ presence: next });
 	}
 }

@@ -10,6 +10,7 @@
 //   threads.ts   the open thread, followed threads, the Threads badge
 //   typing.ts    typing indicators and the user's own typing ops
 //   presence.ts  presence of the users on screen
+//   viewset.ts   the users in view: presence_sub, and fresh profiles of users back in view
 //   notifier.ts  which mentions and DMs the app should announce
 //   events.ts    the gateway event dispatch table over those owners
 //
@@ -34,6 +35,7 @@ import { Threads } from './threads';
 import { Typing } from './typing';
 import type { Boot, Message, ParleyEvent, User } from './types';
 import { Users } from './users';
+import { ViewSet } from './viewset';
 import { Windows } from './windows';
 
 export type { ChannelView, LocalMessage, MessageList, SessionEvents, SessionNotification, SessionOptions, SessionState, ThreadList, TypingUser } from './state';
@@ -57,6 +59,9 @@ export class Session {
 	private readonly threads: Threads;
 	private readonly typingState: Typing;
 	private readonly presence: Presence;
+	private readonly view: ViewSet;
+	/** The channels last sent as focus. */
+	private focused: string[] = [];
 	private readonly handlers: Record<string, EventHandler>;
 
 	constructor(opts: SessionOptions = {}) {
@@ -82,6 +87,16 @@ export class Session {
 		this.threads = new Threads(core, this.users, this.windows, () => this.reboot());
 		this.typingState = new Typing(core, this.users);
 		this.presence = new Presence(core);
+		this.view = new ViewSet(
+			{
+				send: (ids) => this.gw?.presenceSub(ids),
+				live: () => !!this.gw?.isLive,
+				refresh: (ids) => void this.users.refresh(ids),
+				receivedAt: (id) => this.users.receivedAt(id),
+				left: (ids) => this.presence.forget(ids),
+			},
+			opts.viewSet,
+		);
 		const notifier = new Notifier(core, this.channels, this.emitter);
 		this.handlers = eventHandlers({
 			core,
@@ -185,11 +200,13 @@ export class Session {
 		});
 		gw.on('invalidSession', () => void this.reboot());
 		gw.on('channelLost', ({ channelId }) => this.channels.remove(channelId));
-		gw.start();
+		gw.on('session', ({ resumed }) => this.view.sessionLive(resumed));
 		// What the view asked for before the gateway existed.
-		const focus = this.s.activeChannelId;
-		if (focus) gw.focus([focus]);
-		this.presence.resubscribe();
+		const focus = this.focusIds();
+		if (focus.length) gw.focus(focus);
+		const inView = this.view.current();
+		if (inView.length) gw.presenceSub(inView);
+		gw.start();
 	}
 
 	/** Disconnect and stop all timers. State stays readable. */
@@ -197,6 +214,7 @@ export class Session {
 		this.stopped = true;
 		this.gw?.stop();
 		this.gw = undefined;
+		this.view.stop();
 		this.typingState.stop();
 		this.threads.stop();
 		this.channels.stop();
@@ -322,9 +340,29 @@ export class Session {
 		return this.users.ensure(ids);
 	}
 
-	/** The users whose presence dots are on screen; replaces the previous set. */
+	/**
+	 * A part of the screen (a source: 'sidebar', 'messages', 'profile', ...,
+	 * see VIEW_SOURCES) shows these users; [] when it shows none. The union
+	 * is the session's view set: presence_sub follows it (debounced), and a
+	 * user coming back into view is fetched again if their copy may be stale.
+	 */
+	setViewUsers(source: string, userIds: string[]): void {
+		this.view.set(source, userIds);
+	}
+
+	/** The users on screen, as one source ('view'); replaces the previous set. */
 	setPresenceView(userIds: string[]): void {
-		this.presence.setView(userIds);
+		this.view.set('view', userIds);
+	}
+
+	/** The view set as last sent (presence_sub). */
+	get viewUsers(): string[] {
+		return this.view.current();
+	}
+
+	/** Users the app read over HTTP (directory and member pages): fresh copies for the cache. */
+	addUsers(users: User[]): void {
+		this.users.add(users);
 	}
 
 	// ---- channels -------------------------------------------------------
@@ -336,7 +374,7 @@ export class Session {
 	 */
 	async openChannel(channelId: string): Promise<void> {
 		this.set({ activeChannelId: channelId });
-		this.gw?.focus([channelId]);
+		this.refocus();
 		try {
 			await this.channels.ensure(channelId);
 		} catch (e) {
@@ -344,14 +382,22 @@ export class Session {
 			throw e;
 		}
 		const list = this.s.messages[channelId];
-		if (!list?.loaded || list.hasNewer) await this.windows.loadLatest(channelId);
+		// A preview gets the channel's events only while in focus: what came
+		// before is read over HTTP, and its stream starts after that.
+		const previewing = !this.s.channelsById[channelId]?.is_member;
+		if (previewing || !list?.loaded || list.hasNewer) await this.windows.loadLatest(channelId);
+		if (previewing && this.s.activeChannelId === channelId && !this.s.channelsById[channelId]?.is_member) {
+			const shown = this.s.messages[channelId]?.messages ?? [];
+			const last = shown.reduce((n, m) => (m.pending || m.failed ? n : Math.max(n, m.seq)), 0);
+			this.gw?.trackChannel(channelId, last);
+		}
 		this.channels.scheduleRead(channelId, 0);
 	}
 
 	/** Leave the channel view (e.g. for the Threads view). */
 	closeChannel(): void {
 		this.set({ activeChannelId: undefined });
-		this.gw?.focus([]);
+		this.refocus();
 	}
 
 	/** Load the latest page of a channel (replacing a window that jumped into history). */
@@ -377,13 +423,13 @@ export class Session {
 	async jumpTo(message: Pick<Message, 'id' | 'channel_id' | 'seq' | 'thread_root_id'>): Promise<string> {
 		const ch = message.channel_id;
 		this.set({ activeChannelId: ch });
-		this.gw?.focus([ch]);
+		this.refocus();
 		await this.channels.ensure(ch);
 		let seq = message.seq;
 		if (message.thread_root_id) {
 			const root = await this.api.getMessage(message.thread_root_id);
 			seq = root.seq;
-			void this.threads.open(root.id);
+			void this.openThread(root.id);
 		}
 		await this.windows.loadAround(ch, seq);
 		return message.thread_root_id ?? message.id;
@@ -462,12 +508,47 @@ export class Session {
 	// ---- threads --------------------------------------------------------
 
 	/** Open a thread in the side panel: its root and all its replies. */
-	openThread(rootId: string): Promise<void> {
-		return this.threads.open(rootId);
+	async openThread(rootId: string): Promise<void> {
+		try {
+			await this.threads.open(rootId);
+		} finally {
+			this.refocus();
+		}
 	}
 
 	closeThread(): void {
 		this.threads.close();
+		this.refocus();
+	}
+
+	/**
+	 * The channels on screen: the open channel, and the channel of the open
+	 * thread (opened from the Threads view, it may be another). Typing goes
+	 * only to sessions that have its channel in focus, and a public channel
+	 * the user is not in is delivered (previewed) only while in focus.
+	 */
+	private focusIds(): string[] {
+		const ids: string[] = [];
+		const ch = this.s.activeChannelId;
+		if (ch) ids.push(ch);
+		const root = this.s.activeThreadId;
+		const threadCh = root ? this.s.replies[root]?.root?.channel_id : undefined;
+		if (threadCh && threadCh !== ch) ids.push(threadCh);
+		return ids;
+	}
+
+	/**
+	 * Send the channels on screen. A previewed channel that leaves the
+	 * screen is no longer delivered, so the gateway stops tracking it (a
+	 * later preview starts its stream afresh).
+	 */
+	private refocus(): void {
+		const next = this.focusIds();
+		for (const id of this.focused) {
+			if (!next.includes(id) && this.s.channelsById[id] && !this.s.channelsById[id].is_member) this.gw?.untrackChannel(id);
+		}
+		this.focused = next;
+		this.gw?.focus(next);
 	}
 
 	/** Load the followed threads (all, or only those with unread replies). */

@@ -9,6 +9,7 @@
 import type { Api } from './api';
 import type { Unsubscribe } from './emitter';
 import type { Gateway, GatewayOptions, WebSocketCtor } from './gateway';
+import type { ViewSetOptions } from './viewset';
 import type { BootChannel, BootLimits, ConnectionStatus, Message, ParleyEvent, Presence, Thread, ThreadsSummary, User, Workspace } from './types';
 
 /** A message as the session holds it: pending while being sent, failed if sending failed. */
@@ -120,6 +121,8 @@ export interface SessionOptions {
 	pageSize?: number;
 	/** How long a typing indicator shows without news (default 6 s). */
 	typingTtlMs?: number;
+	/** The view set's timing and cap (viewset.ts). */
+	viewSet?: ViewSetOptions;
 	/** Passed to the Gateway (backoff, random, log). */
 	gateway?: Partial<Pick<GatewayOptions, 'backoffMinMs' | 'backoffMaxMs' | 'random' | 'log'>>;
 }

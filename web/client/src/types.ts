@@ -231,7 +231,7 @@ export type ListOf<K extends string, T> = { [P in K]: T[] } & { next_cursor?: st
 // from it (docs/protocol.md, "The registry").
 
 /** Ops the server sends, in the order of docs/protocol.md. */
-export const SERVER_OPS = ['hello', 'ready', 'resumed', 'invalid_session', 'event', 'heartbeat_ack', 'reconnect'] as const;
+export const SERVER_OPS = ['hello', 'ready', 'resumed', 'invalid_session', 'event', 'heartbeat_ack', 'reconnect', 'presence_sub_limited'] as const;
 /** Ops the client sends. */
 export const CLIENT_OPS = ['identify', 'resume', 'heartbeat', 'focus', 'presence_sub', 'typing'] as const;
 
@@ -348,7 +348,8 @@ export type ServerFrame =
 	| { op: 'invalid_session'; reason: string }
 	| { op: 'event'; s: number; t: string; d: EventData; users?: User[] }
 	| { op: 'heartbeat_ack' }
-	| { op: 'reconnect'; reason: string; retry_after_ms: number };
+	| { op: 'reconnect'; reason: string; retry_after_ms: number }
+	| { op: 'presence_sub_limited'; limit: number; requested: number };
 
 /** Frames the client sends. */
 export type ClientFrame =

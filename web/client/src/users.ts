@@ -14,22 +14,53 @@ export class Users {
 	/** Ids the server did not know: never asked for again. */
 	private missing = new Set<string>();
 	private nextFlush: Promise<void> | undefined;
+	/** Per cached id, when its copy came (the clock's ms): the view set asks whether it may be stale. */
+	private received = new Map<string, number>();
 
-	constructor(private readonly core: Core) {}
+	constructor(
+		private readonly core: Core,
+		private readonly now: () => number = Date.now,
+	) {}
 
-	/** Put users into the cache (a user's own copy keeps its email when a public copy comes). */
+	/**
+	 * Put users into the cache (a user's own copy keeps its email when a
+	 * public copy comes). A copy older than the cached one (by updated_at,
+	 * e.g. a page that was in flight while a user.updated came) is dropped.
+	 */
 	add(users: User[]): void {
 		if (!users.length) return;
 		const store = this.core.store;
 		const next = { ...store.s.users };
+		const now = this.now();
 		for (const u of users) {
 			if (!u) continue;
 			const old = next[u.id];
+			this.missing.delete(u.id);
+			if (old && Date.parse(u.updated_at) < Date.parse(old.updated_at)) continue;
 			// The user's own object carries email; public copies do not.
 			next[u.id] = old?.email && !u.email ? { ...u, email: old.email } : u;
-			this.missing.delete(u.id);
+			this.received.set(u.id, now);
 		}
 		store.set({ users: next });
+	}
+
+	/** When the cached copy of a user came, or undefined when none is cached. */
+	receivedAt(id: string): number | undefined {
+		return this.core.store.s.users[id] ? this.received.get(id) : undefined;
+	}
+
+	/**
+	 * Fetch users again although they are cached (their copies may be stale):
+	 * one batched POST /users/batch with the ensure calls of the same tick.
+	 */
+	refresh(ids: string[]): Promise<void> {
+		let any = false;
+		for (const id of ids) {
+			if (!id || this.missing.has(id)) continue;
+			this.want.add(id);
+			any = true;
+		}
+		return any ? this.scheduleFlush() : Promise.resolve();
 	}
 
 	/** A cached user, or undefined (and a lookup is scheduled). */

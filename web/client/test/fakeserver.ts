@@ -326,6 +326,14 @@ export class FakeParley {
 			if (this.holdMessages) await new Promise<void>((r) => this.messagesWaiters.push(r));
 			return json(200, { messages: page });
 		}
+		if (req.method === 'GET' && (m = u.pathname.match(/^\/api\/v1\/messages\/([^/]+)(\/replies)?$/))) {
+			// A message of any channel's log, or a thread's replies.
+			const id = decodeURIComponent(m[1]);
+			const all = [...this.log.values()].flat().flatMap((e) => (e.t === 'message.created' && e.d.message ? [e.d.message] : []));
+			if (m[2]) return json(200, { messages: all.filter((x) => x.thread_root_id === id) });
+			const msg = all.find((x) => x.id === id);
+			return msg ? json(200, msg) : json(404, { error: { code: 'not_found', message: 'no such message' } });
+		}
 		if (req.method === 'POST' && u.pathname === '/api/v1/boot' && this.bootAnswer) {
 			return json(200, this.bootAnswer(body as Record<string, unknown>));
 		}

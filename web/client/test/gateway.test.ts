@@ -305,6 +305,41 @@ describe('Gateway', () => {
 		expect(srv.conns).toHaveLength(2);
 	});
 
+	it('re-sends presence_sub after a fresh identify, and after a resume only when the server may lack it', async () => {
+		srv.heartbeatMs = 40;
+		const h = connect({}, { minMs: 60_000, maxMs: 60_000 });
+		h.gw.presenceSub(['U2']);
+		await ready(h);
+		const subs = () => srv.conns.map((c) => c.frames.filter((f) => f.op === 'presence_sub').map((f) => f.user_ids));
+		await srv.waitFor(() => subs()[0].length === 1, 'the presence_sub');
+		expect(subs()).toEqual([[['U2']]]);
+		// Confirmed by the ack of a later heartbeat: the resumed session keeps it.
+		const confirmed = () => !(h.gw as unknown as { presenceInFlight: boolean }).presenceInFlight;
+		await srv.waitFor(confirmed, 'a heartbeat acked after the presence_sub');
+		h.gw.reconnectNow();
+		await srv.waitFor(() => srv.framesOf('resume').length === 1 && h.gw.status === 'ready', 'resumed');
+		expect(subs()).toEqual([[['U2']], []]);
+		// Changed while no socket was live: sent on resume.
+		h.gw.reconnectNow();
+		h.gw.presenceSub(['U2', 'U3']);
+		await srv.waitFor(() => srv.framesOf('resume').length === 2 && h.gw.status === 'ready' && subs()[2]?.length === 1, 'resumed again');
+		expect(subs()).toEqual([[['U2']], [], [['U2', 'U3']]]);
+		// Written, but the socket died before a heartbeat confirmed it: sent again.
+		await srv.waitFor(confirmed, 'confirmed');
+		h.gw.presenceSub(['U4']);
+		h.gw.reconnectNow();
+		await srv.waitFor(() => srv.framesOf('resume').length === 3 && h.gw.status === 'ready' && subs()[3]?.length === 1, 'resumed a third time');
+		expect(subs()[2]).toEqual([['U2', 'U3'], ['U4']]);
+		expect(subs()[3]).toEqual([['U4']]);
+		// A new session watches nobody: always sent after identify.
+		await srv.waitFor(confirmed, 'confirmed');
+		srv.resumeMode = 'invalid';
+		h.gw.reconnectNow();
+		await srv.waitFor(() => srv.framesOf('identify').length === 2 && h.gw.status === 'ready' && subs()[4]?.length === 1, 'identified afresh');
+		expect(subs()).toHaveLength(5);
+		expect(subs()[4]).toEqual([['U4']]);
+	});
+
 	it('treats a socket silent for two heartbeat intervals as dead', async () => {
 		srv.heartbeatMs = 40;
 		const h = connect({});

@@ -344,3 +344,114 @@ describe('Session page signals', () => {
 		}
 	});
 });
+
+describe('Session view set', () => {
+	it('keeps presence_sub equal to the users on screen, and fetches again a user back in view or after a fresh identify', async () => {
+		const { FakeParley, fakeUser } = await import('./fakeserver');
+		const { WebSocket } = await import('ws');
+		const srv = new FakeParley();
+		await srv.start();
+		try {
+			const bob = fakeUser('U2', 'bob');
+			const carol = fakeUser('U3', 'carol');
+			srv.users.set('U2', bob);
+			srv.users.set('U3', carol);
+			srv.bootAnswer = () => ({
+				self: fakeUser('U1', 'me'),
+				workspace: { id: 'W1', name: 'W', slug: 'w' },
+				channels: [],
+				dms: [],
+				users: [bob, carol],
+				ws_url: srv.url.replace(/^http/, 'ws') + '/api/v1/gateway',
+				prefs: null,
+			});
+			const s = new Session({
+				baseUrl: srv.url,
+				token: 'T',
+				WebSocket: WebSocket as never,
+				viewSet: { delayMs: 10, minIntervalMs: 10, freshMs: 60_000 },
+				gateway: { backoffMinMs: 10, backoffMaxMs: 20 },
+			});
+			const subs = () => srv.framesOf('presence_sub').map((f) => f.user_ids);
+			const batches = () => srv.requestsTo('/api/v1/users/batch').map((r) => (r.body as { ids: string[] }).ids);
+			// Reported before the gateway exists: sent on the first session.
+			s.setViewUsers('messages', ['U2', 'U3']);
+			await s.start('W1');
+			await until(() => s.state.status === 'ready' && subs().length === 1, 'ready and subscribed');
+			expect(subs()).toEqual([['U2', 'U3']]);
+			const sess = srv.session();
+			srv.sendEvent(sess, 'presence.changed', { user_id: 'U3', presence: 'online' });
+			await until(() => s.state.presence.U3 === 'online', 'U3 online');
+
+			// U3 leaves the screen: the set follows, and U3's presence is no longer known.
+			s.setViewUsers('messages', ['U2']);
+			await until(() => subs().length === 2, 'second presence_sub');
+			expect(subs()[1]).toEqual(['U2']);
+			expect(s.state.presence.U3).toBeUndefined();
+			// Meanwhile U3 changes; the session is not told.
+			srv.users.set('U3', { ...carol, name: 'Carol L.', status: { emoji: 'tada', text: 'Shipped' }, updated_at: '2026-01-02T00:00:00Z' });
+			// U2, in view, changes too: the event applies.
+			srv.sendEvent(sess, 'user.status', { user: { ...bob, status: { emoji: 'eyes', text: 'Reading' }, updated_at: '2026-01-02T00:00:00Z' } });
+			await until(() => s.state.users.U2?.status?.text === 'Reading', 'U2 status');
+			expect(batches()).toEqual([]);
+
+			// U3 back on screen: fetched again, fresh.
+			s.setViewUsers('messages', ['U2', 'U3']);
+			await until(() => s.state.users.U3?.name === 'Carol L.', 'U3 fetched again');
+			expect(subs()[2]).toEqual(['U2', 'U3']);
+			expect(batches()).toEqual([['U3']]);
+			expect(s.state.users.U3.status?.text).toBe('Shipped');
+
+			// A fresh identify (the old session is gone): the set goes to the
+			// new session, and every user in view is fetched again.
+			srv.resumeMode = 'invalid';
+			srv.dropSocket(sess);
+			await until(() => srv.framesOf('identify').length === 2 && subs().length === 4 && batches().length === 2, 'new session');
+			expect(subs()[3]).toEqual(['U2', 'U3']);
+			expect([...batches()[1]].sort()).toEqual(['U2', 'U3']);
+			s.stop();
+		} finally {
+			await srv.stop();
+		}
+	});
+});
+
+describe('Session focus', () => {
+	it("keeps the open channel and the open thread's channel in focus", async () => {
+		const { FakeParley, fakeUser } = await import('./fakeserver');
+		const { WebSocket } = await import('ws');
+		const srv = new FakeParley();
+		await srv.start();
+		try {
+			const chan = (id: string, name: string) => ({ id, name, kind: 'public', topic: '', member_count: 1, last_seq: 0, last_read_seq: 0, updated_at: '' });
+			srv.bootAnswer = () => ({
+				self: fakeUser('U1', 'me'),
+				workspace: { id: 'W1', name: 'W', slug: 'w' },
+				channels: [chan('C1', 'one'), chan('C2', 'two')],
+				dms: [],
+				ws_url: srv.url.replace(/^http/, 'ws') + '/api/v1/gateway',
+				prefs: null,
+			});
+			const root = srv.appendMessage('C2', 'a root in two').d.message!;
+			const s = new Session({ baseUrl: srv.url, token: 'T', WebSocket: WebSocket as never });
+			await s.start('W1');
+			await until(() => s.state.status === 'ready', 'ready');
+			const focus = () => srv.framesOf('focus').map((f) => f.channel_ids);
+			await s.openChannel('C1');
+			await until(() => focus().length === 1, 'focus on one');
+			// A thread of another channel opens beside it (e.g. from the Threads view).
+			await s.openThread(root.id);
+			await until(() => focus().length === 2, 'focus on the thread too');
+			expect(focus()[1]).toEqual(['C1', 'C2']);
+			s.closeChannel();
+			await until(() => focus().length === 3, 'channel closed');
+			expect(focus()[2]).toEqual(['C2']);
+			s.closeThread();
+			await until(() => focus().length === 4, 'thread closed');
+			expect(focus()[3]).toEqual([]);
+			s.stop();
+		} finally {
+			await srv.stop();
+		}
+	});
+});

@@ -47,7 +47,6 @@ class App {
 	error = $state('');
 
 	private unsubscribe: (() => void)[] = [];
-	private presenceBy: Record<string, string[]> = {};
 	private pendingInvite: string | null = null;
 
 	/** Start: resume a stored session, or show the log-in screen. */
@@ -166,7 +165,6 @@ class App {
 		this.session?.stop();
 		this.session = null;
 		this.s = null;
-		this.presenceBy = {};
 	}
 
 	async logout(): Promise<void> {
@@ -258,10 +256,17 @@ class App {
 		return ws ? this.sessionApi().listChannels(ws, { q, cursor, limit: 50 }) : null;
 	}
 
-	/** A page of the user directory; null before a workspace is open. */
+	/** A page of the user directory (its users go to the cache, fresh); null before a workspace is open. */
 	directoryPage(q: string, cursor: string | undefined) {
 		const ws = this.workspaceId;
-		return ws ? this.sessionApi().listUsers(ws, { q, cursor, limit: 48 }) : null;
+		return ws
+			? this.sessionApi()
+					.listUsers(ws, { q, cursor, limit: 48 })
+					.then((p) => {
+						this.session?.addUsers(p.users);
+						return p;
+					})
+			: null;
 	}
 
 	/** A page of search results; null before a workspace is open or without a query. */
@@ -285,6 +290,7 @@ class App {
 	/** A page of a channel's members; authors not cached yet are looked up. */
 	async membersPage(channelId: string, cursor: string | undefined) {
 		const p = await this.sessionApi().listMembers(channelId, { cursor, limit: 50 });
+		this.session?.addUsers(p.members.flatMap((m) => (m.user ? [m.user] : [])));
 		this.session?.ensureUsers(p.members.filter((m) => !m.user).map((m) => m.user_id));
 		return p;
 	}
@@ -302,14 +308,16 @@ class App {
 		await this.session?.api.updateChannel(channelId, { topic });
 	}
 
-	// ---- presence: only users on screen ----------------------------------------
+	// ---- the users in view: only users on screen ---------------------------------
 
-	/** A part of the screen reports the users it shows; the union is subscribed. */
+	/**
+	 * A part of the screen (a source of the library's VIEW_SOURCES) reports
+	 * the users it shows with name, avatar or status; [] when it goes. The
+	 * session keeps presence_sub equal to the union and refreshes users that
+	 * come back into view.
+	 */
 	setVisibleUsers(source: string, ids: string[]): void {
-		this.presenceBy[source] = ids;
-		const all = new Set<string>();
-		for (const list of Object.values(this.presenceBy)) for (const id of list) all.add(id);
-		this.session?.setPresenceView([...all]);
+		this.session?.setViewUsers(source, ids);
 	}
 
 	// ---- notifications -----------------------------------------------------------
