@@ -28,12 +28,15 @@ type LiveConfig struct {
 	// LiveRates are the API's rate limits (ratelimit.go); each defaults to
 	// the node's own setting.
 	LiveRates
+	HotConfig
+	ViewConfig
 }
 
 // DefaultLiveConfig is the configuration of a new installation.
 func DefaultLiveConfig() LiveConfig {
 	return LiveConfig{CollapsedThreads: true, ChannelMentionMaxMembers: 1000,
-		GatewayCompression: true, GatewayCompressionMinBytes: DefaultGatewayCompressionMinBytes}
+		GatewayCompression: true, GatewayCompressionMinBytes: DefaultGatewayCompressionMinBytes,
+		HotConfig: DefaultHotConfig(), ViewConfig: DefaultViewConfig()}
 }
 
 // DefaultGatewayCompressionMinBytes is the default of

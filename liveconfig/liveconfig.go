@@ -171,6 +171,7 @@ type Patch struct {
 	GatewayCompressionMinBytes *int  `json:"gateway_compression_min_bytes,omitempty"`
 	GatewayFillConcurrency     *int  `json:"gateway_fill_concurrency,omitempty"`
 	RatePatch
+	HotPatch
 }
 
 // RatePatch holds the rate limits of a change: each a text such as
@@ -238,6 +239,9 @@ func (p Patch) Apply(c parley.LiveConfig) (parley.LiveConfig, error) {
 		c.GatewayFillConcurrency = *p.GatewayFillConcurrency
 	}
 	p.RatePatch.apply(&c.LiveRates)
+	if err := p.HotPatch.apply(&c); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
