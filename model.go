@@ -161,7 +161,8 @@ type ReadState struct {
 // ChannelRef is a channel a gateway session follows, with where its log
 // stood when it was read.
 type ChannelRef struct {
-	ID      string      `json:"id"`
-	Kind    ChannelKind `json:"kind"`
-	LastSeq int64       `json:"last_seq"`
+	ID          string      `json:"id"`
+	Kind        ChannelKind `json:"kind"`
+	LastSeq     int64       `json:"last_seq"`
+	MemberCount int64       `json:"member_count"`
 }

@@ -85,10 +85,15 @@ func (p *partition) setViewing(s *session, ids []string) []string {
 	}
 	p.cur = s
 	viewing := make(map[string]bool, len(ids))
+	var added []string
 	for _, id := range ids {
+		if !viewing[id] && !s.viewing[id] {
+			added = append(added, id)
+		}
 		viewing[id] = true
 	}
 	s.viewing = viewing
+	p.focusChanged(s, added)
 	var want []string
 	previews := 0
 	for id, cp := range s.chans {

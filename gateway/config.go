@@ -185,6 +185,12 @@ type Config struct {
 	// gateway_compression_min_bytes) at most once per delivery batch.
 	// Nil: parley.DefaultLiveConfig().
 	Live parley.LiveConfigSource
+	// Hot tells which channels are hot (package hot); the gateway counts
+	// every durable event of its channel streams into it, batches the
+	// deliveries of hot channels and tells their viewers (channel.hot).
+	// Nil: no channel is ever hot; view-aware delivery still makes huge
+	// channels passive (docs/hot-channels.md).
+	Hot parley.HotChannels
 }
 
 func (c *Config) setDefaults() {

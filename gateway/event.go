@@ -37,6 +37,23 @@ type event struct {
 	kind      parley.ChannelKind // channel.created
 	tokenHash string             // session.revoked
 	role      parley.Role        // workspace.member_updated
+
+	// For view-aware delivery (view.go).
+	memberCount  int64    // member.*: the channel's count after it; -1: not said
+	msgUser      string   // message.created: the author
+	msgRoot      string   // message.created: the thread root of a reply
+	mentionsAll  bool     // message.created: @channel or @everyone
+	mentionNames []string // message.created: the @handles (not the broadcasts)
+}
+
+// mentions reports whether the message names handle.
+func (e *event) mentions(handle string) bool {
+	for _, h := range e.mentionNames {
+		if h == handle {
+			return true
+		}
+	}
+	return false
 }
 
 // durable reports whether the event is in a channel's log.
@@ -53,6 +70,7 @@ func newEvent(ev parley.Event, recv time.Time) *event {
 		tail:        encodeTail(ev.Type, ev.Data),
 		recv:        recv,
 		z:           new(deflated),
+		memberCount: -1,
 	}
 	switch ev.Type {
 	case parley.EventMemberJoined, parley.EventMemberLeft, parley.EventChannelCreated,
@@ -68,6 +86,12 @@ func newEvent(ev parley.Event, recv time.Time) *event {
 			e.userID, e.tokenHash = d.UserID, d.TokenHash
 			if d.Channel != nil {
 				e.kind = d.Channel.Kind
+			}
+		}
+		if ev.Type == parley.EventMemberJoined || ev.Type == parley.EventMemberLeft {
+			var m parley.MemberEventData
+			if json.Unmarshal(ev.Data, &m) == nil {
+				e.memberCount = m.MemberCount
 			}
 		}
 	case parley.EventUserUpdated, parley.EventUserStatus:
@@ -90,6 +114,9 @@ func newEvent(ev parley.Event, recv time.Time) *event {
 		// Quotes in strings are escaped, so this matches only the fields.
 		e.tail = bytes.Replace(e.tail, []byte(`,"pinned":false,"reactions":[]}`), []byte(`}`), 1)
 		e.splitClientMsgID(ev.Data)
+		if ev.Type == parley.EventMessageCreated {
+			e.readMessage(ev.Data)
+		}
 	}
 	return e
 }
@@ -137,4 +164,30 @@ func (e *event) forSession(s *session) *event {
 	v.tail, v.ownTail = e.ownTail, nil
 	v.z, v.ownZ = e.ownZ, nil
 	return &v
+}
+
+// readMessage decodes what a summary counts of a new message: its author,
+// whether it is a reply, and whom it @mentions (broadcasts apart; @here is
+// left to the mention events, as the text cannot say who was active).
+func (e *event) readMessage(data json.RawMessage) {
+	var d struct {
+		Message *struct {
+			UserID       string `json:"user_id"`
+			ThreadRootID string `json:"thread_root_id"`
+			Text         string `json:"text"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(data, &d) != nil || d.Message == nil {
+		return
+	}
+	e.msgUser, e.msgRoot = d.Message.UserID, d.Message.ThreadRootID
+	for _, h := range parley.Mentions(d.Message.Text) {
+		switch h {
+		case parley.MentionChannel, parley.MentionEveryone:
+			e.mentionsAll = true
+		case parley.MentionHere:
+		default:
+			e.mentionNames = append(e.mentionNames, h)
+		}
+	}
 }

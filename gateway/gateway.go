@@ -36,6 +36,8 @@ type Gateway struct {
 	typing        *typingLimiter
 	jit           *jitUsers
 	deflateStats  *deflateMetrics
+	viewStats     *viewMetrics
+	stopHot       func() // ends the watch of hot marks
 	stopHandover  func() error
 	moved         movedNotes // where handed-over sessions went
 	sweepEvery    time.Duration
@@ -96,6 +98,7 @@ func newGateway(cfg Config) (*Gateway, error) {
 		conns:         map[*conn]struct{}{},
 	}
 	g.deflateStats = newDeflateMetrics(cfg.Registerer)
+	g.viewStats = newViewMetrics(cfg.Registerer)
 	g.sweepEvery = min(time.Second, cfg.HeartbeatInterval/4, cfg.ResumeWindow/4, cfg.ReplayTTL/4)
 	g.sweepEvery = max(g.sweepEvery, 5*time.Millisecond)
 	g.hub = newHub(g)
@@ -120,6 +123,9 @@ func newGateway(cfg Config) (*Gateway, error) {
 	if err := g.startHandover(); err != nil {
 		g.stopWorkers()
 		return nil, err
+	}
+	if cfg.Hot != nil {
+		g.stopHot = cfg.Hot.Watch(g.hotChanged)
 	}
 	return g, nil
 }
@@ -241,6 +247,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 }
 
 func (g *Gateway) stopWorkers() {
+	if g.stopHot != nil {
+		g.stopHot()
+	}
 	select {
 	case <-g.stop:
 	default:

@@ -48,6 +48,8 @@ type handoverReply struct {
 	Focus       []string         `json:"focus,omitempty"`
 	Admin       bool             `json:"admin,omitempty"`       // the user administers the workspace
 	KnownUsers  []string         `json:"known_users,omitempty"` // users sent to it (jit.go)
+	Members     map[string]int64 `json:"members,omitempty"`     // channel → member count known (view.go)
+	Handle      string           `json:"handle,omitempty"`      // the user's handle (view.go)
 }
 
 type handoverEntry struct {
@@ -208,8 +210,9 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 	topics := sessionTopics(rep.UserID, rep.WorkspaceID, rep.Admin)
 	refs := make([]parley.ChannelRef, 0, len(rep.Channels))
 	for id, last := range rep.Channels {
-		refs = append(refs, parley.ChannelRef{ID: id, LastSeq: last})
+		refs = append(refs, parley.ChannelRef{ID: id, LastSeq: last, MemberCount: rep.Members[id]})
 	}
+	s.handle = rep.Handle
 	starts := make([]int64, len(refs))
 	if err := g.acquireAll(topics, refs, starts); err != nil {
 		return nil, err

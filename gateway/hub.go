@@ -144,7 +144,11 @@ func (h *hub) release(topic string) {
 	}
 	if isChannel {
 		for _, p := range h.g.parts {
-			p.postAsync(func() { delete(p.chanPos, channelID) })
+			p.postAsync(func() {
+				delete(p.chanPos, channelID)
+				delete(p.members, channelID)
+				delete(p.typingAt, channelID)
+			})
 		}
 	}
 }
@@ -243,6 +247,9 @@ func (h *hub) onChannelEvent(ev parley.Event) {
 // deliverOrdered is the sequencer's output: a channel's durable events in
 // order, each once.
 func (h *hub) deliverOrdered(ev parley.Event) {
+	if hot := h.g.cfg.Hot; hot != nil {
+		hot.Observe(ev.ChannelID, ev.Seq)
+	}
 	h.dispatch(parley.TopicChannel(ev.ChannelID), ev)
 }
 

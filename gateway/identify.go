@@ -52,6 +52,7 @@ func (c *conn) identify(f *inFrame) {
 	}
 
 	s := g.newSession(g.cfg.NodeID+"."+randomID(10), login.UserID, f.WorkspaceID, hash)
+	s.handle = g.handleOf(ctx, f.WorkspaceID, login.UserID)
 	admin := ws.Role.IsAdmin()
 	topics := sessionTopics(login.UserID, f.WorkspaceID, admin)
 	starts := make([]int64, len(refs))

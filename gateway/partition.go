@@ -34,6 +34,7 @@ type partition struct {
 	flushEvery int
 	flushes    uint64    // flushes so far, to sample the queue depth
 	walk       *topicSet // the set a delivery loop is walking, if any
+	batching   bool      // the loop delivers a hot channel's event: flush with the batch
 	cur        *session  // the session a request is working on (partition_recover.go)
 	walkTopic  string    // its topic
 	delivered  int       // deliveries not yet added to the metric
@@ -42,6 +43,18 @@ type partition struct {
 	jitMemo jitMemo // the variants with users of the event being delivered (jit.go)
 
 	deflate deflateState // compression settings and counts (deflate.go)
+
+	// View-aware delivery and hot channels (view.go).
+	view       viewState
+	members    map[string]memberCount // per channel followed here
+	sumDue     []sumRef               // summaries pending
+	sumArmed   bool                   // the summary timer is running
+	batched    []*session             // sessions waiting for the hot batch
+	batchArmed bool                   // the batch timer is running
+	typingAt   map[string]int64       // per hot channel, the last typing let through
+	hotMemo    hotMemo
+	passiveN   int // passed-over events not yet added to the metric
+	passiveDry int // dry run: events that would have been
 }
 
 // item is one inbox entry: an event for a topic, or a request to run.
@@ -89,6 +102,8 @@ func newPartition(env *partitionEnv, id int) *partition {
 		sessions:  map[*session]struct{}{},
 		index:     map[string]*topicSet{},
 		chanPos:   map[string]int64{},
+		members:   map[string]memberCount{},
+		typingAt:  map[string]int64{},
 		// A burst may add this many frames to a queue before a flush.
 		flushEvery: max(1, min(64, env.sendQueue/4)),
 	}
@@ -199,6 +214,7 @@ func (p *partition) publishCounts() {
 		p.dropped = 0
 	}
 	p.publishDeflate()
+	p.publishView()
 }
 
 // deliver enqueues e to every session of this partition that follows
@@ -211,6 +227,16 @@ func (p *partition) deliver(topic string, e *event) {
 	set := p.index[topic]
 	if set == nil {
 		return
+	}
+	if e.memberCount >= 0 {
+		p.noteMembers(e.channelID, e.memberCount, e.seq)
+	}
+	if kind == parley.TopicKindChannel {
+		if e.typ == parley.EventTypingStarted && p.sampleTyping(e) {
+			return
+		}
+		p.batching = p.batchHot(e)
+		defer func() { p.batching = false }()
 	}
 	p.walk, p.walkTopic = set, topic
 	// Indexes below n stay put during the walk; list is read afresh each
@@ -269,10 +295,7 @@ func (p *partition) deliverTo(s *session, e *event, kind parley.TopicKind) {
 			p.startFill(s, e.channelID) // the session is behind the node's stream
 			return
 		}
-		// The position moves once the event is queued: a panic in between
-		// leaves it behind, and the resync reads the event again.
-		p.enqueue(s, e)
-		cp.last = e.seq
+		p.give(s, cp, e)
 		if cp.preview && e.typ == parley.EventMemberJoined && e.userID == s.userID {
 			cp.preview = false // joined while previewing: a member from here on
 		}
@@ -335,7 +358,11 @@ func (p *partition) enqueue(s *session, e *event) bool {
 	s.lastS++
 	s.ring.push(s.lastS, entry{ev: e, at: p.now})
 	p.delivered++
-	p.markDirty(s)
+	if p.batching {
+		p.markBatched(s)
+	} else {
+		p.markDirty(s)
+	}
 	return true
 }
 

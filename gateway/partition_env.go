@@ -41,6 +41,8 @@ type partitionEnv struct {
 	logPanic           func(where string, v any, attrs ...any)
 	live               parley.LiveConfigSource // compression settings (deflate.go)
 	deflate            *deflateMetrics
+	hot                parley.HotChannels // nil: nothing is hot (view.go)
+	view               *viewMetrics
 }
 
 // partitionEnv builds the environment of the gateway's partitions.
@@ -69,5 +71,7 @@ func (g *Gateway) partitionEnv() *partitionEnv {
 		logPanic:           g.logPanic,
 		live:               g.cfg.Live,
 		deflate:            g.deflateStats,
+		hot:                g.cfg.Hot,
+		view:               g.viewStats,
 	}
 }

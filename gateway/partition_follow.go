@@ -18,7 +18,7 @@ const fillRetry = time.Second
 // is where the node's stream of the channel began: if the stream is already
 // past last, the session first catches up from the log.
 func (p *partition) follow(s *session, channelID string, last, start int64) {
-	s.chans[channelID] = &chanPos{last: last}
+	s.chans[channelID] = &chanPos{last: last, given: last}
 	p.indexAdd(parley.TopicChannel(channelID), s)
 	if max(p.chanPos[channelID], start) > last {
 		p.startFill(s, channelID)
@@ -125,8 +125,7 @@ func (p *partition) fillDone(s *session, channelID string, evs []*event, err err
 		if e.seq != cp.last+1 || (cp.until > 0 && e.seq > cp.until) {
 			break
 		}
-		p.enqueue(s, e)
-		cp.last = e.seq // after: a panic in enqueue leaves it behind
+		p.give(s, cp, e)
 		if s.removed {
 			return
 		}

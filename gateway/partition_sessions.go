@@ -21,6 +21,9 @@ func (p *partition) place(s *session, refs []parley.ChannelRef, starts []int64) 
 		p.indexAdd(t, s)
 	}
 	for i, r := range refs {
+		if r.MemberCount > 0 {
+			p.noteMembers(r.ID, r.MemberCount, r.LastSeq)
+		}
 		p.follow(s, r.ID, r.LastSeq, starts[i])
 	}
 }
@@ -91,9 +94,15 @@ func (p *partition) handOver(s *session, req handoverRequest) handoverReply {
 		if cp.until > 0 || cp.preview {
 			continue // leaving, or a preview: the new node previews afresh from focus
 		}
-		rep.Channels[id] = cp.last
+		rep.Channels[id] = cp.given // the new node summarizes what was passed over
+		if mc, ok := p.members[id]; ok {
+			if rep.Members == nil {
+				rep.Members = map[string]int64{}
+			}
+			rep.Members[id] = mc.n
+		}
 	}
-	rep.Admin = s.admin
+	rep.Admin, rep.Handle = s.admin, s.handle
 	for seq := req.Seq + 1; seq <= s.lastS; seq++ {
 		en := s.ring.at(seq)
 		rep.Entries = append(rep.Entries, handoverEntry{Tail: string(en.ev.tail), Ephemeral: en.ev.ephemeral})

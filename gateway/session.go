@@ -43,6 +43,8 @@ type session struct {
 	known      userSet          // the users sent to it (jit.go)
 	detachedAt int64            // unix nanos; 0 while attached
 	dirty      bool             // in the partition's dirty list
+	batched    bool             // in the partition's hot batch (view.go)
+	handle     string           // its user's handle, for the mentions of summaries
 	// presenceRetry: a presence change was dropped while attached (the
 	// queue was half full); flush watches afresh once the queue is empty.
 	presenceRetry bool
@@ -60,6 +62,15 @@ type chanPos struct {
 	later    []*event // the user's own member events after until, for leave
 	catching bool     // a read of the log for this session is in flight
 	preview  bool     // a public channel the user is not in, followed while in focus
+
+	// View-aware delivery (view.go): given is the position the client
+	// has, by events or summaries; last may be past it while the channel
+	// is passive, by unread messages and mentions of the user.
+	given     int64
+	unread    int
+	mentions  int
+	sumAt     int64 // unix nanos of the last summary
+	sumQueued bool  // in the partition's sumDue
 }
 
 func newSession(id, userID, workspaceID, tokenHash string, p *partition) *session {

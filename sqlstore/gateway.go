@@ -20,8 +20,9 @@ func (s *Store) SessionChannels(ctx context.Context, userID, workspaceID string)
 	if _, err := workspaceRole(ctx, s.rdb, workspaceID, userID); err != nil {
 		return nil, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT c.id, c.kind, c.last_seq FROM channel_members m
+	rows, err := s.rdb.QueryContext(ctx, `SELECT c.id, c.kind, c.last_seq, COALESCE(st.member_count, 0) FROM channel_members m
 		JOIN channels c ON c.workspace_id = m.workspace_id AND c.id = m.channel_id
+		LEFT JOIN channel_stats st ON st.workspace_id = c.workspace_id AND st.channel_id = c.id
 		WHERE m.user_id = $1 AND m.workspace_id = $2 ORDER BY c.id`, userID, workspaceID)
 	if err != nil {
 		return nil, fmt.Errorf("session channels: %w", err)
@@ -31,7 +32,7 @@ func (s *Store) SessionChannels(ctx context.Context, userID, workspaceID string)
 	for rows.Next() {
 		var r parley.ChannelRef
 		var kind string
-		if err := rows.Scan(&r.ID, &kind, &r.LastSeq); err != nil {
+		if err := rows.Scan(&r.ID, &kind, &r.LastSeq, &r.MemberCount); err != nil {
 			return nil, fmt.Errorf("session channels: %w", err)
 		}
 		r.Kind = parley.ChannelKind(kind)
