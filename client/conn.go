@@ -106,6 +106,7 @@ type Stats struct {
 	CatchUps          int64 // /sync catch-up rounds
 	GapsFilled        int64 // channel seq gaps filled from /events
 	GapsUnfillable    int64 // gaps that could not be filled (access lost, or the log would not serve them)
+	Summaries         int64 // channel.summary events: passive channels' positions moved without their events
 	DuplicatesDropped int64 // durable events dropped as already delivered
 	SGaps             int64 // frames whose s was not the last s + 1 (a server fault)
 	Delivered         int64 // events handed to the handler
@@ -138,7 +139,7 @@ type Conn struct {
 
 	stats struct {
 		reconnects, resumes, invalidSessions, heartbeatTimeouts, catchUps,
-		gapsFilled, gapsUnfillable, duplicates, sGaps, delivered atomic.Int64
+		gapsFilled, gapsUnfillable, duplicates, sGaps, delivered, summaries atomic.Int64
 	}
 
 	mu         sync.Mutex
@@ -632,6 +633,7 @@ func (c *Conn) Stats() Stats {
 		CatchUps:          c.stats.catchUps.Load(),
 		GapsFilled:        c.stats.gapsFilled.Load(),
 		GapsUnfillable:    c.stats.gapsUnfillable.Load(),
+		Summaries:         c.stats.summaries.Load(),
 		DuplicatesDropped: c.stats.duplicates.Load(),
 		SGaps:             c.stats.sGaps.Load(),
 		Delivered:         c.stats.delivered.Load(),

@@ -177,6 +177,11 @@ func (c *Conn) setState(id string, st *chanState) {
 
 // accept hands an event from the gateway to the application, in order.
 func (c *Conn) accept(ev Event) {
+	if ev.Type == parley.EventChannelSummary {
+		c.summarized(ev)
+		c.deliver(ev)
+		return
+	}
 	if !ev.Durable() {
 		c.deliver(ev)
 		return
@@ -447,4 +452,29 @@ func (c *Conn) pause(n int) bool {
 func gone(err error) bool {
 	var ae *APIError
 	return errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusForbidden)
+}
+
+// summarized moves a tracked channel's position to a channel.summary's
+// last_seq: the events it covers were summarized, not lost, and the
+// channel's next event follows it (docs/protocol.md, View-aware delivery).
+func (c *Conn) summarized(ev Event) {
+	var d struct {
+		ChannelID string `json:"channel_id"`
+		LastSeq   int64  `json:"last_seq"`
+	}
+	if json.Unmarshal(ev.Data, &d) != nil || d.ChannelID == "" {
+		return
+	}
+	c.stats.summaries.Add(1)
+	c.cmu.Lock()
+	defer c.cmu.Unlock()
+	st := c.chans[d.ChannelID]
+	switch {
+	case st == nil && !c.opts.DeclaredOnly:
+		// Summaries come only on a channel's own stream, like messages:
+		// the channel is tracked from here.
+		c.chans[d.ChannelID] = &chanState{last: d.LastSeq}
+	case st != nil && d.LastSeq > st.last:
+		st.last = d.LastSeq
+	}
 }

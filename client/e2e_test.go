@@ -370,3 +370,51 @@ func TestE2EConnectFromLocalAddress(t *testing.T) {
 		t.Fatal("connect from a bad local address succeeded")
 	}
 }
+
+// TestE2ESummaryMovesPosition: a passive channel's summary moves the
+// tracked position without a gap fill, and the channel's next event (after
+// focus) is delivered in order after it.
+func TestE2ESummaryMovesPosition(t *testing.T) {
+	live := parley.DefaultLiveConfig()
+	// The first summary goes out at once, the next only after 60 s: what
+	// is posted after the first is replayed on focus, whenever the focus
+	// is applied.
+	live.ViewMinMembers, live.ViewSummarySeconds = 0, 60
+	e := newNode(t, func(c *gateway.Config) { c.Live = parley.StaticConfig(live) })
+	alice, bob := e.mustAccount("alice"), e.mustAccount("bob")
+	ws := e.mustWorkspace(alice, bob)
+	ch := e.mustChannel(ws, alice, parley.KindPrivate)
+	if _, err := alice.Client.AddMembers(t.Context(), ch.ID, []string{bob.ID}); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	conn := dial(t, bob, ws, ConnectOptions{Handler: rec.handle})
+	first, err := alice.Client.PostMessage(t.Context(), ch.ID, parley.NewMessage{Text: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.waitFor(t, "a summary", func(evs []Event) bool {
+		for _, ev := range evs {
+			if ev.Type == parley.EventChannelSummary {
+				return true
+			}
+		}
+		return false
+	})
+	if got := conn.Positions()[ch.ID]; got != first.Seq {
+		t.Fatalf("position %d after the summary, want %d", got, first.Seq)
+	}
+	if err := conn.Focus([]string{ch.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Client.PostMessage(t.Context(), ch.ID, parley.NewMessage{Text: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	evs := rec.waitFor(t, "a message event", func(evs []Event) bool { return len(messageSeqs(evs, ch.ID)) > 0 })
+	if seqs := messageSeqs(evs, ch.ID); seqs[0] != first.Seq+1 {
+		t.Fatalf("first message event seq %d, want %d", seqs[0], first.Seq+1)
+	}
+	if st := conn.Stats(); st.GapsFilled != 0 || st.Summaries == 0 {
+		t.Fatalf("stats %+v: want summaries and no gap fills", st)
+	}
+}
