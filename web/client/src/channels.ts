@@ -173,6 +173,29 @@ export class Channels {
 		this.patch(m.channel_id, { mention_count: c.mention_count + 1 });
 	}
 
+	/**
+	 * A channel.summary: the channel's events after the last one the session
+	 * had, up to lastSeq, were summarized instead of sent. Its unread messages
+	 * and mentions are added to the badges (or, when the user is looking at
+	 * the channel, it is read soon instead), and the channel's last seq moves
+	 * to lastSeq. A summary the channel is already past adds nothing: those
+	 * events were counted (by a boot or one by one).
+	 */
+	summarized(channelId: string, lastSeq: number, unread: number, mentionCount: number): void {
+		const c = this.core.store.s.channelsById[channelId];
+		if (!c || lastSeq <= c.last_seq) return;
+		const patch: Partial<ChannelView> = { last_seq: lastSeq };
+		if (lastSeq > c.last_read_seq) {
+			if (this.looking(channelId)) {
+				this.scheduleRead(channelId, 500);
+			} else {
+				if (unread > 0) patch.unread_count = c.unread_count + unread;
+				if (mentionCount > 0) patch.mention_count = c.mention_count + mentionCount;
+			}
+		}
+		this.patch(channelId, patch);
+	}
+
 	/** Create a channel; the user is its first member. */
 	async create(name: string, kind: 'public' | 'private' = 'public', topic?: string): Promise<ChannelView> {
 		const c = await this.core.api.createChannel(requireWorkspace(this.core), { name, kind, topic });

@@ -8,7 +8,7 @@ import { typingKey, type Typing } from './typing';
 import type { Channels } from './channels';
 import type { Notifier } from './notifier';
 import type { Presence } from './presence';
-import type { ChannelView, Core } from './state';
+import type { Core } from './state';
 import type { Threads } from './threads';
 import type { Users } from './users';
 import type { Windows } from './windows';
@@ -23,6 +23,8 @@ export interface Parts {
 	typing: Typing;
 	presence: Presence;
 	notifier: Notifier;
+	/** The channels the session has in focus (last sent). */
+	focused(): readonly string[];
 }
 
 /**
@@ -127,12 +129,29 @@ export function eventHandlers(p: Parts): Record<string, EventHandler> {
 		},
 		'channel.summary': ({ d }) => {
 			const ch = d.channel_id;
+			const upTo = d.last_seq;
+			if (!ch || typeof upTo !== 'number' || !state().channelsById[ch]) return;
+			p.channels.summarized(ch, upTo, d.unread ?? 0, d.mentions ?? 0);
+			// The loaded messages end before the summarized ones: the list on
+			// screen gets the newest page now, others when they are opened.
+			const stale = p.windows.summarized(ch, upTo);
+			if (stale && state().activeChannelId === ch && !p.windows.loadingLatest(ch)) {
+				p.windows.loadLatest(ch).catch((e) => p.core.fail(e));
+			}
+		},
+		'channel.hot': ({ d }) => {
+			const ch = d.channel_id;
 			if (!ch) return;
-			const patch: Partial<ChannelView> = {};
-			if (typeof d.unread_count === 'number') patch.unread_count = d.unread_count;
-			if (typeof d.mention_count === 'number') patch.mention_count = d.mention_count;
-			if (typeof d.last_seq === 'number') patch.last_seq = d.last_seq;
-			p.channels.patch(ch, patch);
+			const hot = state().hotChannels;
+			// A late word for a channel that left focus meanwhile: it would
+			// never be cleared (channel.hot goes only to channels in focus).
+			if (d.on === true && !hot[ch] && p.focused().includes(ch)) {
+				p.core.store.set({ hotChannels: { ...hot, [ch]: true } });
+			} else if (d.on === false && hot[ch]) {
+				const next = { ...hot };
+				delete next[ch];
+				p.core.store.set({ hotChannels: next });
+			}
 		},
 		'dm.opened': ({ d }) => {
 			if (d.channel) p.channels.add(d.channel, true);

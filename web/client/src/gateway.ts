@@ -6,6 +6,8 @@
 // followed by /sync catch-up of every tracked channel. Per tracked channel it
 // hands durable events to the application in seq order exactly once: it drops
 // duplicates and fills gaps from /channels/{id}/events before the next event.
+// A channel.summary moves a channel's position to its last_seq without a gap
+// fill: the server summarized those events instead of sending them.
 
 import type { Api } from './api';
 import { ApiError } from './api';
@@ -63,6 +65,10 @@ export interface GatewayStats {
 	gapsUnfillable: number;
 	duplicatesDropped: number;
 	sGaps: number;
+	/** channel.summary frames that moved a tracked channel's position. */
+	summaries: number;
+	/** channel.summary frames dropped: the channel was already past their last_seq. */
+	summariesStale: number;
 }
 
 export interface GatewayEvents extends Record<string, unknown> {
@@ -161,6 +167,8 @@ export class Gateway {
 		gapsUnfillable: 0,
 		duplicatesDropped: 0,
 		sGaps: 0,
+		summaries: 0,
+		summariesStale: 0,
 	};
 
 	constructor(opts: GatewayOptions) {
@@ -547,6 +555,10 @@ export class Gateway {
 		const d: EventData = ev.d;
 		const ch = d.channel_id;
 		const seq = d.seq;
+		if (ev.t === 'channel.summary') {
+			this.summary(ev, gen);
+			return;
+		}
 		if (!ch || typeof seq !== 'number') {
 			this.deliver(ev, gen);
 			return;
@@ -587,6 +599,29 @@ export class Gateway {
 			this.tracked.delete(ch);
 			this.emitter.emit('channelLost', { channelId: ch });
 		}
+	}
+
+	/**
+	 * A channel.summary stands for the channel's events up to d.last_seq that
+	 * the session was not sent: the channel's position moves there (no gap
+	 * fill; the next event is last_seq+1). A summary the channel is already
+	 * past (catch-up delivered those events) is dropped. An untracked
+	 * channel's summary passes through: its stream starts with its next event.
+	 */
+	private summary(ev: ParleyEvent, gen: number): void {
+		const ch = ev.d.channel_id;
+		const upTo = ev.d.last_seq;
+		if (!ch || typeof upTo !== 'number') return;
+		const last = this.tracked.get(ch);
+		if (last !== undefined) {
+			if (upTo <= last) {
+				this.stats.summariesStale++;
+				return;
+			}
+			this.tracked.set(ch, upTo);
+			this.stats.summaries++;
+		}
+		this.deliver(ev, gen);
 	}
 
 	/** Whether an event of an untracked channel starts that channel's stream for this user. */

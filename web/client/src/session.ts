@@ -107,6 +107,7 @@ export class Session {
 			typing: this.typingState,
 			presence: this.presence,
 			notifier,
+			focused: () => this.focused,
 		});
 	}
 
@@ -200,7 +201,12 @@ export class Session {
 		});
 		gw.on('invalidSession', () => void this.reboot());
 		gw.on('channelLost', ({ channelId }) => this.channels.remove(channelId));
-		gw.on('session', ({ resumed }) => this.view.sessionLive(resumed));
+		gw.on('session', ({ resumed }) => {
+			this.view.sessionLive(resumed);
+			// A new session hears channel.hot again for the hot channels in
+			// focus; a channel that cooled meanwhile says nothing.
+			if (!resumed) this.set({ hotChannels: {} });
+		});
 		// What the view asked for before the gateway existed.
 		const focus = this.focusIds();
 		if (focus.length) gw.focus(focus);
@@ -544,9 +550,15 @@ export class Session {
 	 */
 	private refocus(): void {
 		const next = this.focusIds();
+		let hot: Record<string, true> | undefined;
 		for (const id of this.focused) {
-			if (!next.includes(id) && this.s.channelsById[id] && !this.s.channelsById[id].is_member) this.gw?.untrackChannel(id);
+			if (next.includes(id)) continue;
+			if (this.s.channelsById[id] && !this.s.channelsById[id].is_member) this.gw?.untrackChannel(id);
+			// channel.hot goes only to sessions with the channel in focus: no
+			// word of it cooling would come.
+			if (this.s.hotChannels[id]) delete (hot ??= { ...this.s.hotChannels })[id];
 		}
+		if (hot) this.set({ hotChannels: hot });
 		this.focused = next;
 		this.gw?.focus(next);
 	}

@@ -84,6 +84,12 @@ export interface SessionState {
 	presence: Record<string, Presence>;
 	/** Who is typing, by typingKey(channelId, threadRootId). */
 	typing: Record<string, TypingUser[]>;
+	/**
+	 * Channels in focus that the server says are hot (channel.hot): their
+	 * events come batched and their typing sampled. Only channels in focus
+	 * are told, so a channel leaving focus (or a new session) is dropped.
+	 */
+	hotChannels: Record<string, true>;
 	/** The channel on screen. */
 	activeChannelId?: string;
 	/** The thread open in the side panel. */
@@ -162,6 +168,7 @@ export class Store {
 		users: {},
 		presence: {},
 		typing: {},
+		hotChannels: {},
 	};
 	private readonly subscribers = new Set<(s: SessionState) => void>();
 	private notifyScheduled = false;

@@ -321,7 +321,41 @@ export interface EventData {
 	workspace_id?: string;
 	role?: Role;
 	thread?: Thread;
+	/** channel.summary: the channel's seq the summary reaches (ChannelSummary). */
+	last_seq?: number;
+	/** channel.summary: messages in the summarized range that count as unread (ChannelSummary). */
+	unread?: number;
+	/** channel.summary: of those, the ones that mention the user (ChannelSummary). */
+	mentions?: number;
+	/** channel.hot: hot mode on or off (ChannelHot). */
+	on?: boolean;
 	[key: string]: unknown;
+}
+
+/**
+ * channel.summary: sent instead of a channel's durable events to a session
+ * that does not have the channel in focus (huge and hot channels, never DMs).
+ * It stands for the channel's events after the session's previous position
+ * up to last_seq, which the session was not sent: the next durable event of
+ * the channel has seq last_seq+1 (or comes after another summary). The range
+ * is no gap to fill: its unread messages and mentions are added to the
+ * channel's counts (replies count in their thread; @here comes as `mention`).
+ */
+export interface ChannelSummary {
+	channel_id: string;
+	last_seq: number;
+	unread: number;
+	mentions: number;
+}
+
+/**
+ * channel.hot: to sessions with the channel in focus, when it turns hot or
+ * cools and on focusing a hot channel. A hot channel's events come batched
+ * and its typing indicators sampled.
+ */
+export interface ChannelHot {
+	channel_id: string;
+	on: boolean;
 }
 
 /**

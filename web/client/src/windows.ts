@@ -24,6 +24,12 @@ export class Windows {
 	private countedReplies = new Set<string>();
 	/** Replies whose deletion already lowered their root's reply_count. */
 	private deletedReplies = new Set<string>();
+	/**
+	 * Per channel, the highest last_seq of a channel.summary: the messages up
+	 * to it were never delivered, so a page read before that summary arrived
+	 * may end short of it.
+	 */
+	private summarizedTo = new Map<string, number>();
 
 	constructor(
 		private readonly core: Core,
@@ -46,6 +52,27 @@ export class Windows {
 		if (cur?.loaded) this.setList('replies', m.thread_root_id!, { messages: mergeMessages(cur.messages, [m]) });
 	}
 
+	/**
+	 * A channel.summary: the channel's events up to lastSeq were not
+	 * delivered, so a loaded list of the channel misses its newest messages.
+	 * It becomes a window into history (hasNewer): it stays continuous, new
+	 * messages stay out of it until the newest page is loaded (on open, by
+	 * loadLatest), and older and newer pages still load on demand. Reports
+	 * whether the channel has a list to refresh.
+	 */
+	summarized(channelId: string, lastSeq: number): boolean {
+		this.summarizedTo.set(channelId, Math.max(lastSeq, this.summarizedTo.get(channelId) ?? 0));
+		const cur = this.core.store.s.messages[channelId];
+		if (!cur?.loaded) return false;
+		if (!cur.hasNewer) this.setList('messages', channelId, { hasNewer: true });
+		return true;
+	}
+
+	/** Whether loadLatest is out for the channel (its page is not in yet). */
+	loadingLatest(channelId: string): boolean {
+		return this.duringLoad.has(channelId);
+	}
+
 	// ---- loading --------------------------------------------------------
 
 	/** Load the latest page of a channel (replacing a window that jumped into history). */
@@ -55,7 +82,7 @@ export class Windows {
 		let live = this.duringLoad.get(channelId);
 		if (!live) this.duringLoad.set(channelId, (live = { msgs: [], deleted: new Set() }));
 		try {
-			const page = await this.core.api.listMessages(channelId, { limit: size });
+			const page = await this.latestPage(channelId, size);
 			if (this.duringLoad.get(channelId) === live) this.duringLoad.delete(channelId);
 			const cur = this.core.store.s.messages[channelId];
 			const pending = (cur?.messages ?? []).filter((m) => m.pending || m.failed);
@@ -73,6 +100,22 @@ export class Windows {
 			if (this.duringLoad.get(channelId) === live) this.duringLoad.delete(channelId);
 			this.setList('messages', channelId, { loading: false, error: (e as Error).message });
 			throw e;
+		}
+	}
+
+	/**
+	 * The newest page of a channel. When a channel.summary arrived while the
+	 * page was on its way and the page ends before the summary's last seq,
+	 * the page may predate the summarized messages (which are never
+	 * delivered, so nothing would fill in between): it is read again, now
+	 * after the summary.
+	 */
+	private async latestPage(channelId: string, size: number) {
+		for (;;) {
+			const before = this.summarizedTo.get(channelId) ?? 0;
+			const page = await this.core.api.listMessages(channelId, { limit: size });
+			const after = this.summarizedTo.get(channelId) ?? 0;
+			if (after === before || (page.messages.at(-1)?.seq ?? 0) >= after) return page;
 		}
 	}
 

@@ -151,6 +151,15 @@ export class FakeParley {
 		return sess.s;
 	}
 
+	/**
+	 * Send a channel.summary standing for the channel's log up to its newest
+	 * entry (the caller appended those entries without sending them).
+	 */
+	sendSummary(sess: FakeSession, channelId: string, unread: number, mentions: number): number {
+		const last = this.log.get(channelId)?.at(-1)?.seq ?? 0;
+		return this.sendEvent(sess, 'channel.summary', { channel_id: channelId, last_seq: last, unread, mentions });
+	}
+
 	/** Send a log entry live to a session. */
 	sendEntry(sess: FakeSession, e: LogEntry, users?: User[]): number {
 		return this.sendEvent(sess, e.t, e.d, users);
@@ -333,6 +342,9 @@ export class FakeParley {
 			if (m[2]) return json(200, { messages: all.filter((x) => x.thread_root_id === id) });
 			const msg = all.find((x) => x.id === id);
 			return msg ? json(200, msg) : json(404, { error: { code: 'not_found', message: 'no such message' } });
+		}
+		if (req.method === 'POST' && (m = u.pathname.match(/^\/api\/v1\/channels\/([^/]+)\/read$/))) {
+			return json(200, { channel_id: decodeURIComponent(m[1]), last_read_seq: (body as { seq: number }).seq });
 		}
 		if (req.method === 'POST' && u.pathname === '/api/v1/boot' && this.bootAnswer) {
 			return json(200, this.bootAnswer(body as Record<string, unknown>));

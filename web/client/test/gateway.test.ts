@@ -121,6 +121,30 @@ describe('Gateway', () => {
 		expect(h.seqs('C1')).toEqual([2, 3, 4, 5]);
 	});
 
+	it("moves a channel to a summary's last_seq: later gaps are filled from there, older events are duplicates", async () => {
+		srv.appendMessage('C1', 'one');
+		const h = connect({ C1: 1 });
+		await ready(h);
+		const sess = srv.session();
+		for (let i = 0; i < 4; i++) srv.appendMessage('C1', `summarized ${i}`); // 2..5, never sent
+		srv.sendSummary(sess, 'C1', 4, 0);
+		srv.sendEntry(sess, srv.log.get('C1')![2]); // seq 3, covered by the summary
+		srv.appendMessage('C1', 'six');
+		const e7 = srv.appendMessage('C1', 'seven');
+		srv.sendEntry(sess, e7); // 6 never came live
+		await srv.waitFor(() => h.seqs('C1').length === 2, 'seqs 6 and 7');
+		expect(h.seqs('C1')).toEqual([6, 7]);
+		expect(h.events.map((e) => e.t)).toEqual(['channel.summary', 'message.created', 'message.created']);
+		expect(h.events[0].d).toEqual({ channel_id: 'C1', last_seq: 5, unread: 4, mentions: 0 });
+		// Only the hole after the summary was filled.
+		expect(srv.requestsTo('/api/v1/channels/C1/events').map((r) => r.query.get('after_seq'))).toEqual(['5']);
+		expect(h.gw.stats).toMatchObject({ summaries: 1, summariesStale: 0, duplicatesDropped: 1, gapsFilled: 1 });
+		// A summary of an untracked channel passes through without starting its stream.
+		srv.sendEvent(sess, 'channel.summary', { channel_id: 'C9', last_seq: 40, unread: 1, mentions: 0 });
+		await srv.waitFor(() => h.events.length === 4, 'untracked summary');
+		expect(h.gw.lastSeq('C9')).toBeUndefined();
+	});
+
 	it('does not skip past a gap it failed to fill: catches up after reconnecting', async () => {
 		srv.appendMessage('C1', 'one');
 		const h = connect({ C1: 1 });
