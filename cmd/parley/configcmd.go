@@ -34,6 +34,15 @@ Settings:
   gateway_compression          true|false  compress event frames (permessage-deflate) (default true)
   gateway_compression_min_bytes n          smaller event frames go uncompressed (default 256)
   gateway_fill_concurrency     n           catch-up reads of channel logs per node at once (0: --fill-concurrency)
+  hot_enabled, hot_dry_run     true|false  hot-channel detection and hot delivery (docs/hot-channels.md)
+  hot_on_rate, hot_off_rate    n           durable events/s at which a channel turns hot / cools (20, 10)
+  hot_window_seconds, hot_ttl_seconds n    rate window (10) and the TTL of a hot mark shared by the bus (30)
+  hot_batch_ms                 n           a hot channel's viewers are written once per n ms (100; 0: off)
+  hot_typing_interval_ms       n           at most one typing event per n ms in a hot channel (1000; 0: all)
+  view_enabled, view_dry_run   true|false  view-aware delivery: summaries for huge/hot channels out of focus
+  view_min_members             n           channels with more members are passive out of focus (1000; 0: all)
+  view_summary_seconds         n           at most one channel.summary per channel per session per n s (3)
+  view_replay_max              n           on focus, up to n passed-over events are replayed (200)
   rate_<tier>_user, rate_<tier>_ip         API rate limits, tier message|write|create|search:
                                            "N/min", "N/min,burst=B", "off" or "default"
   rate_login_account_ip, rate_login_account, rate_login_ip, rate_signup_ip
