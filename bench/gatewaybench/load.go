@@ -545,7 +545,9 @@ func connectAll(ctx context.Context, cfg Config, seed *benchkit.SeedFile, url st
 			actx, acancel := context.WithTimeout(gctx, 2*time.Minute)
 			defer acancel()
 			if raw != nil {
-				rc, err := raw.DialParley(actx, wsURL, u.Token, seed.WorkspaceID, rec.rawHandler(s))
+				// #general on screen: the channel the benchmark posts to
+				// is delivered in full to its viewers.
+				rc, err := raw.DialParley(actx, wsURL, u.Token, seed.WorkspaceID, rec.rawHandler(s), seed.Channels[0].ID)
 				if err != nil {
 					return fmt.Errorf("connect session %d: %w", i, err)
 				}
@@ -562,6 +564,9 @@ func connectAll(ctx context.Context, cfg Config, seed *benchkit.SeedFile, url st
 			})
 			if err != nil {
 				return fmt.Errorf("connect session %d: %w", i, err)
+			}
+			if err := conn.Focus([]string{seed.Channels[0].ID}); err != nil {
+				return fmt.Errorf("focus session %d: %w", i, err)
 			}
 			s.conn = conn
 			out[i] = s

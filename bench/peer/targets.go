@@ -48,7 +48,7 @@ func (p *parleyTarget) connect(ctx context.Context, i int, onPayload func([]byte
 		if bytes.HasPrefix(tail, messageCreated) { // not the unread summaries and the like
 			onPayload(tail)
 		}
-	})
+	}, p.channel) // on screen, as Centrifugo's subscribers are subscribed
 	if err != nil {
 		return nil, err
 	}

@@ -105,9 +105,13 @@ var eventPrefix = []byte(`{"op":"` + parley.OpEvent + `","s":`)
 // DialParley opens and identifies a raw session on Parley's gateway at url
 // (ws://…/api/v1/gateway); onEvent gets every event frame after its s
 // (`,"t":…`). It retries while the gateway's admission control asks it to.
-func (r *RawEngine) DialParley(ctx context.Context, url, token, workspaceID string, onEvent func(tail []byte)) (*ParleyConn, error) {
+// The session puts focus on the screen: a channel of more members than the
+// server's view_min_members is delivered in full only to sessions that have
+// it in focus (docs/hot-channels.md), as a client shows the channel it is
+// reading.
+func (r *RawEngine) DialParley(ctx context.Context, url, token, workspaceID string, onEvent func(tail []byte), focus ...string) (*ParleyConn, error) {
 	for attempt := 0; ; attempt++ {
-		c, retry, err := r.tryDial(ctx, url, token, workspaceID, onEvent)
+		c, retry, err := r.tryDial(ctx, url, token, workspaceID, onEvent, focus)
 		if err == nil {
 			return c, nil
 		}
@@ -122,7 +126,7 @@ func (r *RawEngine) DialParley(ctx context.Context, url, token, workspaceID stri
 
 // tryDial makes one attempt; retry > 0 when the gateway asked to come back
 // later (admission control).
-func (r *RawEngine) tryDial(ctx context.Context, url, token, workspaceID string, onEvent func([]byte)) (*ParleyConn, time.Duration, error) {
+func (r *RawEngine) tryDial(ctx context.Context, url, token, workspaceID string, onEvent func([]byte), focus []string) (*ParleyConn, time.Duration, error) {
 	c := &ParleyConn{ctl: make(chan []byte, 4), closed: make(chan struct{})}
 	wc, err := r.Dial(ctx, url, func(_ *websocket.Conn, data []byte) {
 		if bytes.HasPrefix(data, eventPrefix) {
@@ -171,6 +175,12 @@ func (r *RawEngine) tryDial(ctx context.Context, url, token, workspaceID string,
 	if ready.Op == parley.OpReconnect {
 		c.Close()
 		return nil, time.Duration(max(ready.RetryAfterMS, 1)) * time.Millisecond, errors.New("gateway asked to reconnect")
+	}
+	if len(focus) > 0 {
+		f, _ := json.Marshal(map[string]any{"op": parley.OpFocus, "channel_ids": focus})
+		if err := wc.WriteMessage(websocket.TextMessage, f); err != nil {
+			return fail(err)
+		}
 	}
 	r.mu.Lock()
 	r.sessions = append(r.sessions, c)
