@@ -23,6 +23,7 @@ import (
 	"parley"
 	"parley/affinity"
 	"parley/gateway"
+	"parley/hot"
 	"parley/httpapi"
 	"parley/internal/promutil"
 	"parley/liveconfig"
@@ -96,6 +97,9 @@ type node struct {
 	// /users/batch, the switcher, mention suggestions, channel headers and
 	// the gateway's just-in-time users, answered from memory).
 	cache *querycache.Cache
+	// hot is the node's hot-channel detector (package hot): the gateway
+	// observes its channels' durable events and reads the marks.
+	hot *hot.Detector
 
 	apiLn, adminLn net.Listener // adminLn is nil when the admin listener is off
 
@@ -195,6 +199,9 @@ func (n *node) Run(ctx context.Context) (err error) {
 	}
 
 	n.cache = querycache.New(querycache.Config{Store: n.store, Bus: n.bus, Logger: log, Registerer: n.reg})
+	if n.hot, err = hot.New(hot.Config{Live: n.config, Bus: n.bus, NodeID: o.NodeID, Logger: log, Registerer: n.reg}); err != nil {
+		return err // it says "hot: …"
+	}
 
 	if n.apiLn, err = listen(o.Listen, "listen"); err != nil {
 		return err
@@ -329,6 +336,9 @@ func (n *node) close() error {
 	}
 	if n.members != nil {
 		n.members.Close() // goodbye to the other nodes while the bus is up
+	}
+	if n.hot != nil {
+		n.hot.Close() // announces its marks off while the bus is up
 	}
 	if n.cache != nil {
 		n.cache.Close()
