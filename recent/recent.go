@@ -27,7 +27,7 @@ import (
 // Access authorizes a read of a channel for actor with the store's rule:
 // nil when actor may read it, ENOTFOUND when not (another workspace, a
 // private channel actor is not in, a guest outside the channel). The query
-// cache's ChannelHeader is one.
+// cache's CanRead is one.
 type Access func(ctx context.Context, actor, channelID string) error
 
 // Config configures a Buffer.

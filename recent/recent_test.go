@@ -85,11 +85,7 @@ func setup(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(det.Close)
-	access := func(ctx context.Context, actor, ch string) error {
-		_, err := cache.ChannelHeader(ctx, actor, ch)
-		return err
-	}
-	b, err := New(Config{Store: st, Bus: bus, Hot: det, Access: access, Live: l, Logger: quiet(), Registerer: reg})
+	b, err := New(Config{Store: st, Bus: bus, Hot: det, Access: cache.CanRead, Live: l, Logger: quiet(), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
