@@ -91,7 +91,6 @@ type metrics struct {
 	queries   *prometheus.CounterVec
 	fills     *prometheus.CounterVec
 	channels  prometheus.Gauge
-	events    prometheus.Gauge
 	panics    *prometheus.CounterVec
 }
 
@@ -111,8 +110,6 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			[]string{"result"})),
 		channels: promutil.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "parley_recent_buffered_channels", Help: "Hot channels whose recent events this node buffers."})),
-		events: promutil.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "parley_recent_buffered_events", Help: "Events held in the recent-events buffers (as of the last change of a buffer's size by a fill or start)."})),
 		panics: promutil.Panics(reg),
 	}
 }
@@ -351,22 +348,22 @@ func normalize(ev parley.Event) parley.Event {
 
 // window returns the buffered events (after, after+limit] of a channel when
 // the buffer holds them gap-free up to its newest event; ok false when it
-// cannot answer.
-func (b *Buffer) window(channelID string, after int64, limit int) (evs []parley.Event, hi int64, ok bool) {
+// cannot answer, buffered false when the channel has no buffer.
+func (b *Buffer) window(channelID string, after int64, limit int) (evs []parley.Event, hi int64, buffered, ok bool) {
 	b.mu.Lock()
 	c := b.chans[channelID]
 	b.mu.Unlock()
 	if c == nil {
-		return nil, 0, false
+		return nil, 0, false, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.started || after < c.lo || after > c.hi {
-		return nil, 0, false
+		return nil, 0, true, false
 	}
 	start := int(after - c.lo)
 	end := min(len(c.events), start+limit)
-	return append([]parley.Event(nil), c.events[start:end]...), c.hi, true
+	return append([]parley.Event(nil), c.events[start:end]...), c.hi, true, true
 }
 
 // mode is what the live keys allow now.
@@ -392,7 +389,7 @@ func (s *store) ListEvents(ctx context.Context, actor, channelID string, afterSe
 		return s.Store.ListEvents(ctx, actor, channelID, afterSeq, limit)
 	}
 	limit = parley.ClampLimit(limit)
-	evs, _, ok := b.window(channelID, afterSeq, limit)
+	evs, _, buffered, ok := b.window(channelID, afterSeq, limit)
 	if dry {
 		if ok {
 			b.m.reads.WithLabelValues("events", "dry_run_hit").Inc()
@@ -416,7 +413,9 @@ func (s *store) ListEvents(ctx context.Context, actor, channelID string, afterSe
 		}
 		return page, nil
 	}
-	b.m.reads.WithLabelValues("events", "miss").Inc()
+	if buffered {
+		b.m.reads.WithLabelValues("events", "miss").Inc()
+	}
 	// actor may read the channel: share the read with the others asking
 	// the same now. The page does not depend on who asks.
 	key := channelID + "\x00" + strconv.FormatInt(afterSeq, 10) + "\x00" + strconv.Itoa(limit)
@@ -461,8 +460,11 @@ func (s *store) Sync(ctx context.Context, actor string, channels map[string]int6
 	out := make(map[string]parley.SyncResult, len(channels))
 	rest := make(map[string]int64, len(channels))
 	for id, after := range channels {
-		evs, hi, ok := b.window(id, after, parley.MaxSyncEvents+1)
+		evs, hi, buffered, ok := b.window(id, after, parley.MaxSyncEvents+1)
 		if !ok {
+			if buffered && !dry {
+				b.m.reads.WithLabelValues("sync", "miss").Inc()
+			}
 			rest[id] = after
 			continue
 		}
@@ -491,9 +493,6 @@ func (s *store) Sync(ctx context.Context, actor string, channels map[string]int6
 	}
 	if len(rest) == 0 {
 		return out, nil
-	}
-	if !dry {
-		b.m.reads.WithLabelValues("sync", "miss").Add(float64(len(rest)))
 	}
 	b.m.queries.WithLabelValues("sync").Inc()
 	more, err := s.Store.Sync(ctx, actor, rest)
