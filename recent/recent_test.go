@@ -19,6 +19,7 @@ import (
 	"parley"
 	"parley/hot"
 	"parley/internal/bustest"
+	"parley/internal/testpg"
 	"parley/querycache"
 	"parley/sqlstore"
 )
@@ -40,9 +41,24 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // set, held until the gate opens.
 type gated struct {
 	*sqlstore.Store
-	calls atomic.Int64
-	gate  chan struct{}
+	calls    atomic.Int64 // ListEvents
+	syncs    atomic.Int64
+	logReads atomic.Int64 // ChannelLog
+	gate     chan struct{}
 }
+
+func (g *gated) Sync(ctx context.Context, actor string, q map[string]int64) (map[string]parley.SyncResult, error) {
+	g.syncs.Add(1)
+	return g.Store.Sync(ctx, actor, q)
+}
+
+func (g *gated) ChannelLog(ctx context.Context, ch string, after int64, limit int) ([]parley.Event, error) {
+	g.logReads.Add(1)
+	return g.Store.ChannelLog(ctx, ch, after, limit)
+}
+
+// reads is every read of events this layer made of the store.
+func (g *gated) reads() int64 { return g.calls.Load() + g.syncs.Load() + g.logReads.Load() }
 
 func (g *gated) ListEvents(ctx context.Context, actor, ch string, after int64, limit int) (*parley.EventPage, error) {
 	g.calls.Add(1)
@@ -61,9 +77,14 @@ type world struct {
 	reg                    *prometheus.Registry
 	alice, bob, carol, eve string
 	priv, pub, other       string
+	ws, invite             string
 }
 
-func setup(t *testing.T) *world {
+func setup(t *testing.T) *world { return setupOn(t, false) }
+
+// setupOn builds a node's read path over a real bus and store: SQLite, or
+// PostgreSQL when pg.
+func setupOn(t *testing.T, pg bool) *world {
 	t.Helper()
 	ctx := context.Background()
 	bus := bustest.Kinds()[0].Start(t)
@@ -71,7 +92,11 @@ func setup(t *testing.T) *world {
 	c := parley.DefaultLiveConfig()
 	c.HotOnRate, c.HotOffRate, c.HotWindowSeconds, c.HotTTLSeconds = 1, 0, 1, 60
 	l.p.Store(&c)
-	raw, err := sqlstore.Open(ctx, sqlstore.Config{Path: filepath.Join(t.TempDir(), "p.db"), Publisher: bus, Logger: quiet(), LiveConfig: l})
+	scfg := sqlstore.Config{Path: filepath.Join(t.TempDir(), "p.db"), Publisher: bus, Logger: quiet(), LiveConfig: l}
+	if pg {
+		scfg.Path, scfg.PostgresURL = "", testpg.New(t)
+	}
+	raw, err := sqlstore.Open(ctx, scfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +137,7 @@ func setup(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.ws, w.invite = ws.ID, inv.Code
 	for _, u := range []string{w.bob, w.carol} {
 		if _, err := raw.AcceptInvite(ctx, u, inv.Code); err != nil {
 			t.Fatal(err)

@@ -34,6 +34,11 @@ Settings:
   gateway_compression          true|false  compress event frames (permessage-deflate) (default true)
   gateway_compression_min_bytes n          smaller event frames go uncompressed (default 256)
   gateway_fill_concurrency     n           catch-up reads of channel logs per node at once (0: --fill-concurrency)
+  hot_enabled, hot_dry_run    true|false  hot-channel detection (default true), or only count it
+  hot_on_rate, hot_off_rate   n           events/s at which a channel turns hot / cools (20, 10)
+  hot_window_seconds, hot_ttl_seconds n   rate window (10) and lapse of another node's mark (30)
+  recent_enabled, recent_dry_run true|false buffer hot channels' recent events for /events, /sync
+  recent_events                n           events buffered per hot channel (default 1000)
   rate_<tier>_user, rate_<tier>_ip         API rate limits, tier message|write|create|search:
                                            "N/min", "N/min,burst=B", "off" or "default"
   rate_login_account_ip, rate_login_account, rate_login_ip, rate_signup_ip
