@@ -46,6 +46,7 @@ func TestFetchSpike(t *testing.T) {
 		mode             string
 		fetches, queries int64
 		delivered        int64
+		elapsed          time.Duration
 	}
 	run := func(mode string, ch string) result {
 		t.Helper()
