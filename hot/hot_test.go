@@ -18,7 +18,9 @@ import (
 )
 
 // live is a LiveConfigSource a test changes as an operator would.
-type live struct{ p atomic.Pointer[parley.LiveConfig] }
+type live struct {
+	p atomic.Pointer[parley.LiveConfig]
+}
 
 func newLive(change func(*parley.LiveConfig)) *live {
 	c := parley.DefaultLiveConfig()
