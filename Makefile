@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity loadtest loadtest-audience lint fuzz fuzz-short
+.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike loadtest loadtest-audience lint fuzz fuzz-short
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -95,6 +95,14 @@ bench-capacity: build
 	$(GO) build -o bin/peer ./bench/peer
 	bin/peer -parley bin/parley -centrifugo-version v5.4.9 -servers null,parley,centrifugo -subscribers 1000,10000 -capacity -duration 5s -size 200 -json out/capacity-shared.json
 	taskset -c 0 bin/peer -parley bin/parley -centrifugo-version v5.4.9 -servers null,parley,centrifugo -subscribers 1000,10000 -capacity -duration 5s -size 200 -server-cpus 1 -json out/capacity-pinned.json
+
+## bench-fetchspike: store queries per delivered event when 5,000 clients of
+## one hot channel fetch /events after each message, on PostgreSQL, with the
+## recent-events buffer off, coalescing alone and the buffer on, in one run
+## (docs/benchmarks.md, "Fetch spike: the recent-events buffer")
+bench-fetchspike:
+	PARLEY_FETCHSPIKE_PG=1 PARLEY_FETCHSPIKE_CLIENTS=5000 PARLEY_FETCHSPIKE_USERS=200 PARLEY_FETCHSPIKE_MESSAGES=20 \
+		$(GO) test -count=1 -run '^TestFetchSpike$$' -v -timeout 30m ./recent/
 
 ## lint: gofmt, go vet, and Prettier over the web client (web/.prettierrc)
 lint: web/node_modules/.package-lock.json

@@ -144,6 +144,18 @@ func (c *Cache) visibleChannel(ctx context.Context, actor, channelID string) (*w
 	return w, ci, nil
 }
 
+// CanRead authorizes a read of a channel's history and events by actor with
+// the store's rule: nil, or ENOTFOUND for a channel of another workspace, a
+// private channel actor is not in, or a public one a guest is not in.
+func (c *Cache) CanRead(ctx context.Context, actor, channelID string) error {
+	w, _, err := c.visibleChannel(ctx, actor, channelID)
+	if err != nil {
+		return err
+	}
+	w.mu.RUnlock()
+	return nil
+}
+
 // ChannelHeader is what a channel's header bar shows.
 func (c *Cache) ChannelHeader(ctx context.Context, actor, channelID string) (*parley.ChannelHeader, error) {
 	c.metrics.queries.WithLabelValues("header").Inc()

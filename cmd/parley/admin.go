@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"parley/hot"
 )
 
 // healthTimeout bounds the store ping of a health check.
 const healthTimeout = 2 * time.Second
 
 // adminHandler serves the admin listener: Prometheus metrics, pprof, the
-// live configuration (GET|PUT /config) and the liveness and readiness
+// live configuration (GET|PUT /config), the hot channels (GET /hot) and the liveness and readiness
 // checks. It is meant for operators and scrapers only, which is why it has
 // its own (loopback by default) address.
 func (n *node) adminHandler() http.Handler {
@@ -29,6 +31,7 @@ func (n *node) adminHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("/config", n.config.Handler())
+	mux.Handle("GET /hot", hot.AdminHandler(n.hot))
 	mux.HandleFunc("GET /healthz", n.healthz)
 	mux.HandleFunc("GET /readyz", n.readyz)
 	return mux

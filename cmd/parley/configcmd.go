@@ -43,6 +43,8 @@ Settings:
   view_min_members             n           channels with more members are passive out of focus (1000; 0: all)
   view_summary_seconds         n           at most one channel.summary per channel per session per n s (3)
   view_replay_max              n           on focus, up to n passed-over events are replayed (200)
+  recent_enabled, recent_dry_run true|false  buffer hot channels' recent events for /events, /sync
+  recent_events                n           events buffered per hot channel (default 1000)
   rate_<tier>_user, rate_<tier>_ip         API rate limits, tier message|write|create|search:
                                            "N/min", "N/min,burst=B", "off" or "default"
   rate_login_account_ip, rate_login_account, rate_login_ip, rate_signup_ip

@@ -23,6 +23,7 @@ import (
 	"parley"
 	"parley/affinity"
 	"parley/gateway"
+	"parley/hot"
 	"parley/httpapi"
 	"parley/internal/promutil"
 	"parley/liveconfig"
@@ -30,6 +31,7 @@ import (
 	"parley/nodes"
 	"parley/presence"
 	"parley/querycache"
+	"parley/recent"
 	"parley/sqlstore"
 	"parley/webui"
 )
@@ -96,6 +98,12 @@ type node struct {
 	// /users/batch, the switcher, mention suggestions, channel headers and
 	// the gateway's just-in-time users, answered from memory).
 	cache *querycache.Cache
+	// hot is the node's hot-channel detector (package hot): the gateway
+	// observes its channels' durable events and reads the marks.
+	hot *hot.Detector
+	// recent buffers the hot channels' latest events and answers /events
+	// and /sync from them (package recent); the API reads through it.
+	recent *recent.Buffer
 
 	apiLn, adminLn net.Listener // adminLn is nil when the admin listener is off
 
@@ -195,6 +203,13 @@ func (n *node) Run(ctx context.Context) (err error) {
 	}
 
 	n.cache = querycache.New(querycache.Config{Store: n.store, Bus: n.bus, Logger: log, Registerer: n.reg})
+	if n.hot, err = hot.New(hot.Config{Live: n.config, Bus: n.bus, NodeID: o.NodeID, Logger: log, Registerer: n.reg}); err != nil {
+		return err // it says "hot: …"
+	}
+	if n.recent, err = recent.New(recent.Config{Store: n.store, Bus: n.bus, Hot: n.hot, Access: n.cache.CanRead,
+		Live: n.config, Logger: log, Registerer: n.reg}); err != nil {
+		return err
+	}
 
 	if n.apiLn, err = listen(o.Listen, "listen"); err != nil {
 		return err
@@ -231,7 +246,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 	}
 
 	panics := promutil.Panics(n.reg)
-	api := httpapi.New(httpapi.Config{Store: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
+	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.store), Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config})
 	n.api = newHTTPServer(httpapi.Recover(log, panics, rootHandler(api.Handler(), n.gateway, webui.Dist())), writeTimeout, log)
 	n.serve("api", n.api, n.apiLn)
@@ -329,6 +344,12 @@ func (n *node) close() error {
 	}
 	if n.members != nil {
 		n.members.Close() // goodbye to the other nodes while the bus is up
+	}
+	if n.recent != nil {
+		n.recent.Close()
+	}
+	if n.hot != nil {
+		n.hot.Close() // announces its marks off while the bus is up
 	}
 	if n.cache != nil {
 		n.cache.Close()
