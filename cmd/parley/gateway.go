@@ -34,6 +34,7 @@ func (n *node) openGateway() error {
 		Logger:     n.log,
 		Registerer: n.reg,
 		Live:       n.config,
+		Hot:        n.hot,
 
 		AllowedOrigins:          n.opts.Origins,
 		TrustedProxies:          n.opts.proxies,
