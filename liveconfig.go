@@ -30,13 +30,15 @@ type LiveConfig struct {
 	LiveRates
 	HotConfig
 	ViewConfig
+	StoreGuardConfig
 }
 
 // DefaultLiveConfig is the configuration of a new installation.
 func DefaultLiveConfig() LiveConfig {
 	return LiveConfig{CollapsedThreads: true, ChannelMentionMaxMembers: 1000,
 		GatewayCompression: true, GatewayCompressionMinBytes: DefaultGatewayCompressionMinBytes,
-		HotConfig: DefaultHotConfig(), ViewConfig: DefaultViewConfig()}
+		HotConfig: DefaultHotConfig(), ViewConfig: DefaultViewConfig(),
+		StoreGuardConfig: DefaultStoreGuardConfig()}
 }
 
 // DefaultGatewayCompressionMinBytes is the default of

@@ -31,6 +31,7 @@ import (
 	"parley/presence"
 	"parley/querycache"
 	"parley/sqlstore"
+	"parley/storeguard"
 	"parley/webui"
 )
 
@@ -87,6 +88,9 @@ type node struct {
 
 	bus   *natsbus.Bus
 	store *sqlstore.Store
+	// guarded is the store behind its bulkheads and circuit breaker
+	// (storeguard): what the API, the gateway and the query cache call.
+	guarded *storeguard.Guard
 	// config is the live configuration: read by the store's writes,
 	// changed through the admin listener's /config (liveconfig). It exists
 	// before the store (which reads it).
@@ -187,6 +191,8 @@ func (n *node) Run(ctx context.Context) (err error) {
 	if err := n.config.Start(ctx, n.store, n.bus); err != nil {
 		return err // it says "live config: …"
 	}
+	n.guarded = storeguard.New(storeguard.Config{Store: n.store, Live: n.config,
+		Database: string(n.store.Dialect()), Logger: log, Registerer: n.reg})
 
 	if o.Demo {
 		if n.demo, err = seedDemo(ctx, n.store, log); err != nil {
@@ -194,7 +200,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 		}
 	}
 
-	n.cache = querycache.New(querycache.Config{Store: n.store, Bus: n.bus, Logger: log, Registerer: n.reg})
+	n.cache = querycache.New(querycache.Config{Store: n.guarded, Bus: n.bus, Logger: log, Registerer: n.reg})
 
 	if n.apiLn, err = listen(o.Listen, "listen"); err != nil {
 		return err
@@ -231,7 +237,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 	}
 
 	panics := promutil.Panics(n.reg)
-	api := httpapi.New(httpapi.Config{Store: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
+	api := httpapi.New(httpapi.Config{Store: n.guarded, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config})
 	n.api = newHTTPServer(httpapi.Recover(log, panics, rootHandler(api.Handler(), n.gateway, webui.Dist())), writeTimeout, log)
 	n.serve("api", n.api, n.apiLn)
