@@ -21,7 +21,9 @@ import (
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // live is a LiveConfigSource a test changes while calls run.
-type live struct{ p atomic.Pointer[parley.LiveConfig] }
+type live struct {
+	p atomic.Pointer[parley.LiveConfig]
+}
 
 func newLive(edit func(c *parley.StoreGuardConfig)) *live {
 	c := parley.DefaultLiveConfig()
