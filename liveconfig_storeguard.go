@@ -28,6 +28,11 @@ type StoreGuardConfig struct {
 	StoreGuardErrorRatePct int `json:"store_guard_error_rate_pct"`
 	// StoreGuardMinCalls: ...and at least this many ended in it.
 	StoreGuardMinCalls int `json:"store_guard_min_calls"`
+	// StoreGuardConsecutiveFailures: the breaker also opens after this
+	// many failed or slow calls in a row, whatever the window's rate (a
+	// stall makes every call slow long before it moves a rate diluted by
+	// the healthy seconds before it).
+	StoreGuardConsecutiveFailures int `json:"store_guard_consecutive_failures"`
 	// StoreGuardSlowCallMs: a call still running after this long counts as
 	// a failure (at that moment, not when it ends).
 	StoreGuardSlowCallMs int `json:"store_guard_slow_call_ms"`
@@ -43,8 +48,8 @@ type StoreGuardConfig struct {
 func DefaultStoreGuardConfig() StoreGuardConfig {
 	return StoreGuardConfig{StoreGuardEnabled: true,
 		StoreGuardWrites: 128, StoreGuardHistory: 64, StoreGuardSearch: 16, StoreGuardBoot: 64, StoreGuardReads: 256,
-		StoreGuardWaitMs: 20, StoreGuardErrorRatePct: 50, StoreGuardMinCalls: 20, StoreGuardSlowCallMs: 1000,
-		StoreGuardWindowSeconds: 10, StoreGuardOpenSeconds: 5}
+		StoreGuardWaitMs: 20, StoreGuardErrorRatePct: 50, StoreGuardMinCalls: 20, StoreGuardConsecutiveFailures: 20,
+		StoreGuardSlowCallMs: 500, StoreGuardWindowSeconds: 10, StoreGuardOpenSeconds: 2}
 }
 
 // Bounds of the store guard keys.

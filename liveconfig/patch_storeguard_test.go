@@ -23,6 +23,8 @@ func TestStoreGuardPatch(t *testing.T) {
 		{`{"store_guard_error_rate_pct": 101}`, false},
 		{`{"store_guard_error_rate_pct": 100, "store_guard_min_calls": 1}`, true},
 		{`{"store_guard_min_calls": 0}`, false},
+		{`{"store_guard_consecutive_failures": 0}`, false},
+		{`{"store_guard_consecutive_failures": 5}`, true},
 		{`{"store_guard_slow_call_ms": 0}`, false},
 		{`{"store_guard_slow_call_ms": 250}`, true},
 		{`{"store_guard_window_seconds": 0}`, false},

@@ -187,10 +187,14 @@ func (g *Guard) breakerFor(c *parley.StoreGuardConfig) *breaker {
 	return b
 }
 
-// readyToTrip opens the breaker when at least the minimum of calls ended
-// in the window and the failed share of them reaches the rate.
+// readyToTrip opens the breaker after the given number of failures in a
+// row, or when at least the minimum of calls ended in the window and the
+// failed share of them reaches the rate.
 func (g *Guard) readyToTrip(n gobreaker.Counts) bool {
 	c := g.live.LiveConfig().StoreGuardConfig
+	if n.ConsecutiveFailures >= uint32(c.StoreGuardConsecutiveFailures) {
+		return true
+	}
 	ended := uint64(n.TotalSuccesses) + uint64(n.TotalFailures)
 	return ended >= uint64(c.StoreGuardMinCalls) &&
 		uint64(n.TotalFailures)*100 >= uint64(c.StoreGuardErrorRatePct)*ended

@@ -213,7 +213,7 @@ func TestDryRunRejectsNothing(t *testing.T) {
 }
 
 func TestClientErrorsDoNotTrip(t *testing.T) {
-	f := newFixture(t, func(c *parley.StoreGuardConfig) { c.StoreGuardMinCalls, c.StoreGuardErrorRatePct = 1, 1 })
+	f := newFixture(t, func(c *parley.StoreGuardConfig) { c.StoreGuardMinCalls, c.StoreGuardErrorRatePct, c.StoreGuardConsecutiveFailures = 1, 1, 1 })
 	ctx := context.Background()
 	for range 30 {
 		if _, err := f.g.GetChannel(ctx, f.user, "no-such-channel"); parley.ErrorCode(err) != parley.ENOTFOUND {
@@ -229,7 +229,7 @@ func TestClientErrorsDoNotTrip(t *testing.T) {
 }
 
 func TestBreakerOpensOnErrors(t *testing.T) {
-	f := newFixture(t, func(c *parley.StoreGuardConfig) { c.StoreGuardMinCalls, c.StoreGuardErrorRatePct = 5, 50 })
+	f := newFixture(t, func(c *parley.StoreGuardConfig) { c.StoreGuardMinCalls, c.StoreGuardErrorRatePct, c.StoreGuardConsecutiveFailures = 5, 50, 1000 })
 	f.store.Close() // every call now fails inside the store
 	ctx := context.Background()
 	var err error
@@ -246,6 +246,33 @@ func TestBreakerOpensOnErrors(t *testing.T) {
 	wantUnavailable(t, err, "breaker")
 	if got := f.stateGauge(); got != 2 {
 		t.Fatalf("state gauge %v, want 2 (open)", got)
+	}
+}
+
+// TestBreakerOpensOnFailuresInARow: a window full of successes keeps the
+// rate low, but failures in a row open the breaker all the same.
+func TestBreakerOpensOnFailuresInARow(t *testing.T) {
+	f := newFixture(t, func(c *parley.StoreGuardConfig) {
+		c.StoreGuardMinCalls, c.StoreGuardErrorRatePct, c.StoreGuardConsecutiveFailures = 1, 100, 3
+		c.StoreGuardWindowSeconds = 600
+	})
+	ctx := context.Background()
+	for range 50 {
+		if _, err := f.g.GetMe(ctx, f.user); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.store.Close()
+	for i := range 3 {
+		if s := f.g.State(); s != "closed" {
+			t.Fatalf("breaker %s after %d failures in a row, want closed until 3", s, i)
+		}
+		if _, err := f.g.GetMe(ctx, f.user); parley.ErrorCode(err) != parley.EINTERNAL {
+			t.Fatalf("GetMe on a closed store: %v", err)
+		}
+	}
+	if s := f.g.State(); s != "open" {
+		t.Fatalf("breaker %s after 3 failures in a row, want open", s)
 	}
 }
 
