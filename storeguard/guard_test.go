@@ -213,7 +213,9 @@ func TestDryRunRejectsNothing(t *testing.T) {
 }
 
 func TestClientErrorsDoNotTrip(t *testing.T) {
-	f := newFixture(t, func(c *parley.StoreGuardConfig) { c.StoreGuardMinCalls, c.StoreGuardErrorRatePct, c.StoreGuardConsecutiveFailures = 1, 1, 1 })
+	f := newFixture(t, func(c *parley.StoreGuardConfig) {
+		c.StoreGuardMinCalls, c.StoreGuardErrorRatePct, c.StoreGuardConsecutiveFailures = 1, 1, 1
+	})
 	ctx := context.Background()
 	for range 30 {
 		if _, err := f.g.GetChannel(ctx, f.user, "no-such-channel"); parley.ErrorCode(err) != parley.ENOTFOUND {
@@ -229,7 +231,9 @@ func TestClientErrorsDoNotTrip(t *testing.T) {
 }
 
 func TestBreakerOpensOnErrors(t *testing.T) {
-	f := newFixture(t, func(c *parley.StoreGuardConfig) { c.StoreGuardMinCalls, c.StoreGuardErrorRatePct, c.StoreGuardConsecutiveFailures = 5, 50, 1000 })
+	f := newFixture(t, func(c *parley.StoreGuardConfig) {
+		c.StoreGuardMinCalls, c.StoreGuardErrorRatePct, c.StoreGuardConsecutiveFailures = 5, 50, 1000
+	})
 	f.store.Close() // every call now fails inside the store
 	ctx := context.Background()
 	var err error
