@@ -229,7 +229,7 @@ func TestStoreGuardFaultyPostgres(t *testing.T) {
 	}{
 		{"black hole", g.proxy.BlackHole},
 		{"resets", g.proxy.ResetAll},
-		{"latency", func() { g.proxy.AddLatency(time.Second) }},
+		{"latency", func() { g.proxy.AddLatency(600 * time.Millisecond) }},
 	} {
 		t.Run(fault.name, func(t *testing.T) {
 			l := g.startLoad(alice, 8)
