@@ -215,6 +215,27 @@ func TestDryRunRejectsNothing(t *testing.T) {
 	<-held
 }
 
+func TestDryRunBreakerLetsCallsThrough(t *testing.T) {
+	f := newFixture(t, func(c *parley.StoreGuardConfig) {
+		c.StoreGuardConsecutiveFailures, c.StoreGuardDryRun = 1, true
+	})
+	f.store.Close()
+	ctx := context.Background()
+	if _, err := f.g.GetMe(ctx, f.user); parley.ErrorCode(err) != parley.EINTERNAL {
+		t.Fatalf("GetMe on a closed store: %v", err)
+	}
+	if s := f.g.State(); s != "open" {
+		t.Fatalf("breaker %s, want open (dry run still tracks the state)", s)
+	}
+	// Open, but in dry run the call still reaches the store.
+	if _, err := f.g.GetMe(ctx, f.user); parley.ErrorCode(err) != parley.EINTERNAL {
+		t.Fatalf("GetMe with the breaker open in dry run: %v, want the store's own error", err)
+	}
+	if got := f.counter("parley_store_guard_dry_run_total", "read", "breaker"); got != 1 {
+		t.Fatalf("dry run (read, breaker) = %v, want 1", got)
+	}
+}
+
 func TestClientErrorsDoNotTrip(t *testing.T) {
 	f := newFixture(t, func(c *parley.StoreGuardConfig) {
 		c.StoreGuardMinCalls, c.StoreGuardErrorRatePct, c.StoreGuardConsecutiveFailures = 1, 1, 1
