@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike loadtest loadtest-audience lint fuzz fuzz-short
+.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike bench-breaker loadtest loadtest-audience lint fuzz fuzz-short
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -73,6 +73,11 @@ fuzz-short:
 ## bench: the store benchmarks
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./sqlstore/
+
+## bench-breaker: a 2 s PostgreSQL stall through a fault proxy under steady
+## load, with the store guard on and off (docs/benchmarks.md, docs/store-guard.md)
+bench-breaker:
+	PARLEY_BENCH_BREAKER=1 $(GO) test -count=1 -run TestBenchBreakerStall -v -timeout 5m ./cmd/parley/
 
 ## bench-gateway: the gateway end to end on loopback (docs/benchmarks.md):
 ## 10,000 sessions at one message a second, then 1,000 sessions with bursts

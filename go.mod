@@ -18,6 +18,8 @@ require (
 	modernc.org/sqlite v1.61.1
 )
 
+require github.com/sony/gobreaker/v2 v2.4.0
+
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

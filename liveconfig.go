@@ -31,6 +31,7 @@ type LiveConfig struct {
 	HotConfig
 	ViewConfig
 	RecentConfig
+	StoreGuardConfig
 }
 
 // DefaultLiveConfig is the configuration of a new installation.
@@ -38,7 +39,8 @@ func DefaultLiveConfig() LiveConfig {
 	return LiveConfig{CollapsedThreads: true, ChannelMentionMaxMembers: 1000,
 		GatewayCompression: true, GatewayCompressionMinBytes: DefaultGatewayCompressionMinBytes,
 		HotConfig: DefaultHotConfig(), ViewConfig: DefaultViewConfig(),
-		RecentConfig: DefaultRecentConfig()}
+		RecentConfig:     DefaultRecentConfig(),
+		StoreGuardConfig: DefaultStoreGuardConfig()}
 }
 
 // DefaultGatewayCompressionMinBytes is the default of

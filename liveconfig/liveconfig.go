@@ -173,6 +173,7 @@ type Patch struct {
 	RatePatch
 	HotPatch
 	RecentPatch
+	StoreGuardPatch
 }
 
 // RatePatch holds the rate limits of a change: each a text such as
@@ -244,6 +245,9 @@ func (p Patch) Apply(c parley.LiveConfig) (parley.LiveConfig, error) {
 		return c, err
 	}
 	if err := p.RecentPatch.apply(&c); err != nil {
+		return c, err
+	}
+	if err := p.StoreGuardPatch.apply(&c); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -49,6 +49,16 @@ Settings:
                                            "N/min", "N/min,burst=B", "off" or "default"
   rate_login_account_ip, rate_login_account, rate_login_ip, rate_signup_ip
                                            login and signup limits, same form
+  store_guard_enabled, store_guard_dry_run true|false  bulkheads and breaker around store calls (default true, false)
+  store_guard_writes|history|search|boot|reads n  store calls per purpose in flight per node (128, 64, 16, 64, 256)
+  store_guard_wait_ms          n           longest wait for a slot of a full bulkhead (default 20)
+  store_guard_error_rate_pct   n           breaker opens at this % of failed or slow calls... (default 50)
+  store_guard_min_calls        n           ...over at least n calls in the window (default 20)
+  store_guard_consecutive_failures n       or after n failed or slow calls in a row (default 20)
+  store_guard_slow_call_ms     n           a call still running after n ms is a failure (default 500)
+  store_guard_window_seconds   n           the breaker's rolling window (default 10)
+  store_guard_open_seconds     n           an open breaker refuses calls this long, then probes (default 2)
+                                           (docs/store-guard.md)
   (docs/security.md lists every limit and its default)`,
 	}
 	cmd.PersistentFlags().StringVar(&admin, "admin", admin, "address of a node's admin listener ($PARLEY_ADMIN)")

@@ -26,7 +26,7 @@ func (n *node) openGateway() error {
 	// @here reaches the members the tracker says are active (sqlstore/here.go).
 	n.store.SetPresence(n.presence)
 	n.gateway, err = gateway.New(gateway.Config{
-		Store:      n.store,
+		Store:      n.guarded,
 		Bus:        n.bus,
 		Presence:   n.presence,
 		Users:      n.cache,

@@ -33,6 +33,7 @@ import (
 	"parley/querycache"
 	"parley/recent"
 	"parley/sqlstore"
+	"parley/storeguard"
 	"parley/webui"
 )
 
@@ -89,6 +90,9 @@ type node struct {
 
 	bus   *natsbus.Bus
 	store *sqlstore.Store
+	// guarded is the store behind its bulkheads and circuit breaker
+	// (storeguard): what the API, the gateway and the query cache call.
+	guarded *storeguard.Guard
 	// config is the live configuration: read by the store's writes,
 	// changed through the admin listener's /config (liveconfig). It exists
 	// before the store (which reads it).
@@ -195,6 +199,8 @@ func (n *node) Run(ctx context.Context) (err error) {
 	if err := n.config.Start(ctx, n.store, n.bus); err != nil {
 		return err // it says "live config: …"
 	}
+	n.guarded = storeguard.New(storeguard.Config{Store: n.store, Live: n.config,
+		Database: string(n.store.Dialect()), Logger: log, Registerer: n.reg})
 
 	if o.Demo {
 		if n.demo, err = seedDemo(ctx, n.store, log); err != nil {
@@ -202,11 +208,11 @@ func (n *node) Run(ctx context.Context) (err error) {
 		}
 	}
 
-	n.cache = querycache.New(querycache.Config{Store: n.store, Bus: n.bus, Logger: log, Registerer: n.reg})
+	n.cache = querycache.New(querycache.Config{Store: n.guarded, Bus: n.bus, Logger: log, Registerer: n.reg})
 	if n.hot, err = hot.New(hot.Config{Live: n.config, Bus: n.bus, NodeID: o.NodeID, Logger: log, Registerer: n.reg}); err != nil {
 		return err // it says "hot: …"
 	}
-	if n.recent, err = recent.New(recent.Config{Store: n.store, Bus: n.bus, Hot: n.hot, Access: n.cache.CanRead,
+	if n.recent, err = recent.New(recent.Config{Store: n.guarded, Bus: n.bus, Hot: n.hot, Access: n.cache.CanRead,
 		Live: n.config, Logger: log, Registerer: n.reg}); err != nil {
 		return err
 	}
@@ -246,7 +252,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 	}
 
 	panics := promutil.Panics(n.reg)
-	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.store), Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
+	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.guarded), Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config})
 	n.api = newHTTPServer(httpapi.Recover(log, panics, rootHandler(api.Handler(), n.gateway, webui.Dist())), writeTimeout, log)
 	n.serve("api", n.api, n.apiLn)

@@ -1,0 +1,399 @@
+// Package storeguard puts bulkheads and a circuit breaker around every call
+// of a parley.Store (docs/store-guard.md).
+//
+// Every method has a purpose (writes, history reads, search, boot, other
+// reads). Each purpose has a bounded number of calls in flight on this
+// node: a call finding its purpose full waits a few milliseconds at most,
+// then fails with EUNAVAILABLE, so that a slow database fills one
+// purpose's slots and not every request goroutine of the node (the
+// bulkheads of LINE's storage tier, Discord's fail-fast semaphores).
+//
+// One circuit breaker per database (sony/gobreaker) watches the calls that
+// run: a call that fails for the server's reasons (not a client error such
+// as ENOTFOUND), or that is still running after the slow-call threshold,
+// is a failure. When the failures reach a rate over a rolling window the
+// breaker opens and every call fails at once, with Retry-After saying when
+// it will try again; after the open period a few probe calls go through
+// (half-open) and their success closes it.
+//
+// The thresholds are live keys (parley.StoreGuardConfig) read on every
+// call; the breaker is rebuilt, closed, when its window or open period
+// changes. In dry run nothing is rejected; what would have been is counted
+// and logged.
+package storeguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sony/gobreaker/v2"
+
+	"parley"
+)
+
+// Purpose is the class of a store call; each has its own bulkhead.
+type Purpose int
+
+const (
+	Write   Purpose = iota // changes
+	History                // messages, replies, pins, events, sync, threads
+	Search                 // full-text search
+	Boot                   // boot, session channels, directories, the gateway's fills
+	Read                   // every other read (sessions, profiles, channels)
+	numPurposes
+)
+
+var purposeNames = [numPurposes]string{"write", "history", "search", "boot", "read"}
+
+func (p Purpose) String() string { return purposeNames[p] }
+
+// limit returns the bulkhead size of p in c.
+func (p Purpose) limit(c *parley.StoreGuardConfig) int {
+	switch p {
+	case Write:
+		return c.StoreGuardWrites
+	case History:
+		return c.StoreGuardHistory
+	case Search:
+		return c.StoreGuardSearch
+	case Boot:
+		return c.StoreGuardBoot
+	}
+	return c.StoreGuardReads
+}
+
+// Config is what New needs. Store and Live are required.
+type Config struct {
+	Store parley.Store
+	Live  parley.LiveConfigSource
+	// Database names the database in metrics and logs ("postgres",
+	// "sqlite"); the breaker is this database's.
+	Database   string
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Guard is a parley.Store that guards every call of the store it wraps.
+type Guard struct {
+	s        parley.Store
+	live     parley.LiveConfigSource
+	db       string
+	log      *slog.Logger
+	metrics  *metrics
+	bulkhead [numPurposes]bulkhead
+
+	mu  sync.Mutex // serialises rebuilding the breaker
+	brk atomic.Pointer[breaker]
+
+	lastDryLog atomic.Int64 // unix nanos of the last dry-run log line
+}
+
+var _ parley.Store = (*Guard)(nil)
+
+// New returns a guard around cfg.Store.
+func New(cfg Config) *Guard {
+	if cfg.Store == nil || cfg.Live == nil {
+		panic("storeguard: Config.Store and Config.Live are required")
+	}
+	g := &Guard{s: cfg.Store, live: cfg.Live, db: cfg.Database, log: cfg.Logger}
+	if g.db == "" {
+		g.db = "default"
+	}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	g.metrics = newMetrics(cfg.Registerer, g.db)
+	for i := range g.bulkhead {
+		g.bulkhead[i].init()
+	}
+	c := cfg.Live.LiveConfig().StoreGuardConfig
+	g.breakerFor(&c)
+	return g
+}
+
+// Unwrap returns the guarded store.
+func (g *Guard) Unwrap() parley.Store { return g.s }
+
+// State returns the breaker's state: "closed", "half-open" or "open".
+func (g *Guard) State() string { return g.brk.Load().cb.State().String() }
+
+// breaker is one gobreaker with the settings it was built with.
+type breaker struct {
+	cb              *gobreaker.TwoStepCircuitBreaker[struct{}]
+	openFor, window time.Duration
+	openedAt        atomic.Int64 // unix nanos of the last opening
+}
+
+// probes is how many calls a half-open breaker lets through; that many
+// successes in a row close it.
+const probes = 3
+
+// errSlow is what a call still running at the slow-call threshold reports
+// to the breaker.
+var errSlow = errors.New("storeguard: slow call")
+
+// breakerFor returns the breaker for c's window and open period, building
+// a new (closed) one when they changed.
+func (g *Guard) breakerFor(c *parley.StoreGuardConfig) *breaker {
+	openFor := time.Duration(c.StoreGuardOpenSeconds) * time.Second
+	window := time.Duration(c.StoreGuardWindowSeconds) * time.Second
+	if b := g.brk.Load(); b != nil && b.openFor == openFor && b.window == window {
+		return b
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if b := g.brk.Load(); b != nil && b.openFor == openFor && b.window == window {
+		return b
+	}
+	b := &breaker{openFor: openFor, window: window}
+	bucket := time.Second
+	if window < 2*bucket {
+		bucket = 0 // a fixed window
+	}
+	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:         g.db,
+		MaxRequests:  probes,
+		Interval:     window,
+		BucketPeriod: bucket,
+		Timeout:      openFor,
+		ReadyToTrip:  g.readyToTrip,
+		IsExcluded:   excluded,
+		IsSuccessful: func(err error) bool { return !failed(err) },
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			if to == gobreaker.StateOpen {
+				b.openedAt.Store(time.Now().UnixNano())
+			}
+			g.metrics.transition(from, to)
+			lvl := slog.LevelWarn
+			if to == gobreaker.StateClosed {
+				lvl = slog.LevelInfo
+			}
+			g.log.Log(context.Background(), lvl, "store breaker changed state",
+				"database", g.db, "from", from.String(), "to", to.String())
+		},
+	})
+	if old := g.brk.Load(); old != nil && old.cb.State() != gobreaker.StateClosed {
+		g.metrics.transition(old.cb.State(), gobreaker.StateClosed)
+		g.log.Info("store breaker rebuilt closed: its window or open period changed", "database", g.db)
+	}
+	g.brk.Store(b)
+	g.metrics.state.Set(0)
+	return b
+}
+
+// readyToTrip opens the breaker after the given number of failures in a
+// row, or when at least the minimum of calls ended in the window and the
+// failed share of them reaches the rate.
+func (g *Guard) readyToTrip(n gobreaker.Counts) bool {
+	c := g.live.LiveConfig().StoreGuardConfig
+	if n.ConsecutiveFailures >= uint32(c.StoreGuardConsecutiveFailures) {
+		return true
+	}
+	ended := uint64(n.TotalSuccesses) + uint64(n.TotalFailures)
+	return ended >= uint64(c.StoreGuardMinCalls) &&
+		uint64(n.TotalFailures)*100 >= uint64(c.StoreGuardErrorRatePct)*ended
+}
+
+// excluded: a call the client gave up on tells nothing about the
+// database.
+func excluded(err error) bool { return errors.Is(err, context.Canceled) }
+
+// failed reports whether err is the database's failure: an internal error
+// or the store's own EUNAVAILABLE. Client errors (ENOTFOUND, EINVALID,
+// EFORBIDDEN, conflicts, caps…) are successes of the database.
+func failed(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, errSlow) {
+		return true
+	}
+	switch parley.ErrorCode(err) {
+	case parley.EINTERNAL, parley.EUNAVAILABLE:
+		return true
+	}
+	return false
+}
+
+// Unavailable is the error of a call the guard failed fast: its code is
+// EUNAVAILABLE (503) and RetryAfter says when to try again (httpapi turns
+// it into Retry-After).
+type Unavailable struct {
+	err   *parley.Error
+	retry time.Duration
+	// Reason is "bulkhead" or "breaker".
+	Reason string
+}
+
+func (u *Unavailable) Error() string             { return u.err.Error() }
+func (u *Unavailable) Unwrap() error             { return u.err }
+func (u *Unavailable) RetryAfter() time.Duration { return u.retry }
+
+// call runs fn under p's bulkhead and the breaker.
+func call[T any](g *Guard, ctx context.Context, p Purpose, fn func(context.Context) (T, error)) (T, error) {
+	lc := g.live.LiveConfig()
+	c := &lc.StoreGuardConfig
+	if !c.StoreGuardEnabled {
+		return fn(ctx)
+	}
+	var zero T
+	m := g.metrics
+	bh := &g.bulkhead[p]
+	wait := time.Duration(c.StoreGuardWaitMs) * time.Millisecond
+	if !bh.acquire(ctx, p.limit(c), wait) {
+		if !c.StoreGuardDryRun {
+			m.failedFast.WithLabelValues(p.String(), "bulkhead").Inc()
+			return zero, &Unavailable{Reason: "bulkhead", retry: time.Second,
+				err: parley.Errorf(parley.EUNAVAILABLE, "the database is busy with %s calls; try again shortly", p)}
+		}
+		g.dryRun(p, "bulkhead")
+		bh.force()
+	}
+	m.inFlight[p].Inc()
+	defer func() {
+		m.inFlight[p].Dec()
+		bh.release()
+	}()
+
+	b := g.breakerFor(c)
+	done, err := b.cb.Allow()
+	if err != nil {
+		if !c.StoreGuardDryRun {
+			m.failedFast.WithLabelValues(p.String(), "breaker").Inc()
+			return zero, &Unavailable{Reason: "breaker", retry: b.retryAfter(),
+				err: parley.Errorf(parley.EUNAVAILABLE, "the database is failing; try again shortly")}
+		}
+		g.dryRun(p, "breaker")
+		done = nil // the breaker did not count this call
+	}
+
+	// report tells the breaker the call's outcome once: at the slow-call
+	// threshold if it is still running then, else when it ends.
+	var once atomic.Bool
+	report := func(err error) {
+		if once.CompareAndSwap(false, true) && done != nil {
+			done(err)
+		}
+	}
+	slow := time.AfterFunc(time.Duration(c.StoreGuardSlowCallMs)*time.Millisecond, func() {
+		if once.Load() {
+			return
+		}
+		m.slow[p].Inc()
+		report(errSlow)
+	})
+	ok := false
+	defer func() {
+		slow.Stop()
+		if !ok { // fn panicked
+			report(errors.New("storeguard: store call panicked"))
+		}
+	}()
+	v, err := fn(ctx)
+	ok = true
+	if failed(err) && !excluded(err) {
+		m.failures[p].Inc()
+	}
+	report(err)
+	return v, err
+}
+
+// retryAfter is what is left of the open period (at least a second).
+func (b *breaker) retryAfter() time.Duration {
+	left := b.openFor - time.Since(time.Unix(0, b.openedAt.Load()))
+	if left < time.Second {
+		return time.Second
+	}
+	return left
+}
+
+// dryRun counts a call that would have been rejected and logs it, at most
+// once a second.
+func (g *Guard) dryRun(p Purpose, reason string) {
+	g.metrics.dryRun.WithLabelValues(p.String(), reason).Inc()
+	now := time.Now().UnixNano()
+	last := g.lastDryLog.Load()
+	if now-last >= int64(time.Second) && g.lastDryLog.CompareAndSwap(last, now) {
+		g.log.Warn("store guard dry run: would have failed a call fast", "database", g.db,
+			"purpose", p.String(), "reason", reason)
+	}
+}
+
+// bulkhead bounds the calls in flight of one purpose. Its limit is the
+// live one given on each acquire, so a change applies at once (calls
+// already in flight above a lowered limit finish).
+type bulkhead struct {
+	mu       sync.Mutex
+	inFlight int
+	waiters  int
+	freed    chan struct{} // closed and replaced on a release that has waiters
+}
+
+func (b *bulkhead) init() { b.freed = make(chan struct{}) }
+
+// acquire takes a slot if one is free under limit, else waits up to wait
+// for one (with no more waiters than limit). It reports whether it got one.
+func (b *bulkhead) acquire(ctx context.Context, limit int, wait time.Duration) bool {
+	b.mu.Lock()
+	if b.inFlight < limit {
+		b.inFlight++
+		b.mu.Unlock()
+		return true
+	}
+	if wait <= 0 || b.waiters >= limit {
+		b.mu.Unlock()
+		return false
+	}
+	b.waiters++
+	freed := b.freed
+	b.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-freed:
+			b.mu.Lock()
+			if b.inFlight < limit {
+				b.inFlight++
+				b.waiters--
+				b.mu.Unlock()
+				return true
+			}
+			freed = b.freed
+			b.mu.Unlock()
+			continue
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		b.mu.Lock()
+		b.waiters--
+		b.mu.Unlock()
+		return false
+	}
+}
+
+// force takes a slot over the limit (dry run).
+func (b *bulkhead) force() {
+	b.mu.Lock()
+	b.inFlight++
+	b.mu.Unlock()
+}
+
+func (b *bulkhead) release() {
+	b.mu.Lock()
+	b.inFlight--
+	if b.waiters > 0 {
+		close(b.freed)
+		b.freed = make(chan struct{})
+	}
+	b.mu.Unlock()
+}
+
+// String describes the guard for logs.
+func (g *Guard) String() string { return fmt.Sprintf("storeguard(%s)", g.db) }
