@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"parley"
+	"parley/hot"
 )
 
 // View-aware delivery (view.go, docs/hot-channels.md). view_min_members 0
@@ -249,4 +253,103 @@ func TestViewDryRun(t *testing.T) {
 			t.Fatalf("a summary in dry run: %s", f.D)
 		}
 	}
+}
+
+// TestHotChannel: a channel turns hot (the node's real detector, with a low
+// threshold); its viewers are told (channel.hot) and get every event, in
+// batches; a member who is not looking gets summaries; typing is sampled;
+// focusing the hot channel says it is hot.
+func TestHotChannel(t *testing.T) {
+	live := viewLive(func(c *parley.LiveConfig) {
+		c.ViewMinMembers = 1000 // passive only because hot
+		c.HotOnRate, c.HotOffRate, c.HotWindowSeconds, c.HotTTLSeconds = 2, 0, 5, 30
+		c.HotBatchMs, c.HotTypingIntervalMs = 50, 60000
+	})
+	det, err := hot.New(hot.Config{Live: live, Logger: quietLogger, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(det.Close)
+	e := newEnv(t, func(c *Config) { c.Live, c.Hot, c.TypingInterval = live, det, time.Millisecond })
+	a, b, c, x := e.user("alice"), e.user("bob"), e.user("carol"), e.user("xavier")
+	ws := e.workspace(a, b, c, x)
+	general := generalOf(t, e, a, ws)
+	ca, _ := e.identify(a, ws)
+	cb, rb := e.identify(b, ws)
+	cc, _ := e.identify(c, ws)
+	cx, rx := e.identify(x, ws)
+	cb.send(map[string]any{"op": "focus", "channel_ids": []string{general.ID}})
+	e.viewing(rb.SessionID, general.ID)
+	start := general.LastSeq
+
+	var posted []*parley.Message
+	for i := 0; !det.Hot(general.ID); i++ {
+		if i > 200 {
+			t.Fatal("the channel did not turn hot")
+		}
+		posted = append(posted, e.post(a, general, fmt.Sprintf("warm %d", i)))
+	}
+	on := cb.waitEvents(parley.EventChannelHot, 1)[0]
+	var d struct {
+		ChannelID string `json:"channel_id"`
+		On        bool   `json:"on"`
+	}
+	if err := json.Unmarshal(on.D, &d); err != nil || d.ChannelID != general.ID || !d.On {
+		t.Fatalf("channel.hot %s (%v)", on.D, err)
+	}
+	for i := range 5 {
+		posted = append(posted, e.post(a, general, fmt.Sprintf("hot %d", i)))
+	}
+	last := posted[len(posted)-1].Seq
+	cb.waitFor("every message", func() bool {
+		n := 0
+		for _, f := range cb.frames {
+			if f.T == parley.EventMessageCreated {
+				n++
+			}
+		}
+		return n == len(posted)
+	})
+	gapFree(t, channelStream(t, cb, general.ID), start)
+	waitUntil(t, "a hot batch flushed", func() bool { return counterValue(t, e.reg, "parley_gateway_hot_batches_total") > 0 })
+
+	// Carol is not looking: once hot, summaries, up to the last message.
+	cc.waitFor("a summary up to the last message", func() bool {
+		for _, f := range cc.frames {
+			if f.T == parley.EventChannelSummary && summaryOf(t, f).LastSeq == last {
+				return true
+			}
+		}
+		return false
+	})
+	gapFree(t, channelStream(t, cc, general.ID), start)
+	for _, f := range cc.events() {
+		if f.T == parley.EventChannelHot {
+			t.Fatal("channel.hot went to a member who is not looking")
+		}
+	}
+
+	// Typing: the first in the interval reaches the viewers, not the next.
+	ca.send(map[string]any{"op": "typing", "channel_id": general.ID})
+	cb.waitEvents(parley.EventTypingStarted, 1)
+	cc.send(map[string]any{"op": "typing", "channel_id": general.ID})
+	e.post(a, general, "after the typing")
+	cb.waitFor("the message after the typing", func() bool {
+		n := 0
+		for _, f := range cb.frames {
+			if f.T == parley.EventMessageCreated {
+				n++
+			}
+		}
+		return n == len(posted)+1
+	})
+	if n := len(cb.waitEvents(parley.EventTypingStarted, 1)); n != 1 {
+		t.Fatalf("viewer got %d typing events in one interval, want 1", n)
+	}
+	waitUntil(t, "typing sampled", func() bool { return counterValue(t, e.reg, "parley_gateway_hot_typing_sampled_total") >= 1 })
+
+	// Focusing the hot channel says it is hot.
+	cx.send(map[string]any{"op": "focus", "channel_ids": []string{general.ID}})
+	e.viewing(rx.SessionID, general.ID)
+	cx.waitEvents(parley.EventChannelHot, 1)
 }
