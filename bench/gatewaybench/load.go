@@ -47,6 +47,7 @@ type Config struct {
 	LoadProfile    string        // the load generator's own CPU profile of the posting phase
 	DataDir        string        // "" for a temporary directory
 	DB             string        // PostgreSQL URL of an empty database; "" for SQLite in DataDir
+	Live           string        // a live configuration patch (JSON) set before the sessions connect
 	Log            *slog.Logger
 }
 
@@ -73,6 +74,7 @@ type Result struct {
 	// syscw and wchar: sockets, and the store's files) over the same
 	// window, and each per delivery.
 	Deflate            bool    `json:"deflate"`
+	Live               string  `json:"live,omitempty"`
 	WriteCalls         int64   `json:"write_calls"`
 	WriteBytes         int64   `json:"write_bytes"`
 	WritesPerDelivery  float64 `json:"writes_per_delivery"`
@@ -135,6 +137,9 @@ func (r *Result) Print(w io.Writer) {
 		r.ServerCPUSeconds, r.IdleCPUPerSecond, r.DeliveriesPerCPU)
 	fmt.Fprintf(w, "  server writes: %d calls, %d bytes → %.3f write calls and %.0f bytes per delivery; %.3f server CPU-s per 1,000 deliveries (clients offer deflate: %v)\n",
 		r.WriteCalls, r.WriteBytes, r.WritesPerDelivery, r.BytesPerDelivery, r.CPUPer1kDeliveries, r.Deflate)
+	if r.Live != "" {
+		fmt.Fprintf(w, "  live configuration: %s\n", r.Live)
+	}
 	fmt.Fprintf(w, "  post → receipt: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", r.P50ms, r.P99ms, r.Maxms)
 	fmt.Fprintf(w, "    of which send → commit (created_at) p50 %.1f ms, p99 %.1f ms; commit → receipt p50 %.1f ms, p99 %.1f ms\n",
 		r.StoredP50ms, r.StoredP99ms, r.FanoutP50ms, r.FanoutP99ms)
@@ -334,7 +339,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("%w\nserver log (tail):\n%s", err, srv.Stderr)
 	}
 
-	res := &Result{Mode: "steady", Reader: cfg.Reader, Store: "sqlite", Sessions: cfg.Sessions}
+	res := &Result{Mode: "steady", Reader: cfg.Reader, Store: "sqlite", Sessions: cfg.Sessions, Live: cfg.Live}
+	if cfg.Live != "" {
+		if err := srv.SetLive(ctx, cfg.Live); err != nil {
+			return fail(err)
+		}
+	}
 	if cfg.DB != "" {
 		res.Store = "postgres"
 	}

@@ -52,6 +52,7 @@ func main() {
 	flag.StringVar(&cfg.LoadProfile, "loadprofile", "", "write the load generator's own CPU profile of the posting phase to this file")
 	flag.StringVar(&cfg.DB, "db", "", "PostgreSQL URL of an empty database for the server (default: SQLite in -data)")
 	flag.StringVar(&cfg.DataDir, "data", "", "data directory for the server (default: a temporary one, removed after)")
+	flag.StringVar(&cfg.Live, "live", "", `live configuration set before the sessions connect, as JSON: '{"hot_on_rate":5,"hot_batch_ms":0}'`)
 	jsonOut := flag.String("json", "", "also write the result as JSON to this file")
 	verbose := flag.Bool("v", false, "log progress")
 	flag.Parse()

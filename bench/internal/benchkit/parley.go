@@ -174,3 +174,23 @@ func fetch(ctx context.Context, url, path string) error {
 	}
 	return f.Close()
 }
+
+// SetLive changes the server's live configuration (PUT /config on the
+// admin listener) with patch, a JSON object such as {"hot_batch_ms":0}.
+func (s *Parley) SetLive(ctx context.Context, patch string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, s.Admin+"/config", strings.NewReader(patch))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("live config: %w", err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("live config %s: %s: %s", patch, res.Status, body)
+	}
+	return nil
+}
