@@ -30,13 +30,16 @@ type LiveConfig struct {
 	LiveRates
 	HotConfig
 	ViewConfig
+	JoinLimitConfig
+	SlowModeConfig
 }
 
 // DefaultLiveConfig is the configuration of a new installation.
 func DefaultLiveConfig() LiveConfig {
 	return LiveConfig{CollapsedThreads: true, ChannelMentionMaxMembers: 1000,
 		GatewayCompression: true, GatewayCompressionMinBytes: DefaultGatewayCompressionMinBytes,
-		HotConfig: DefaultHotConfig(), ViewConfig: DefaultViewConfig()}
+		HotConfig: DefaultHotConfig(), ViewConfig: DefaultViewConfig(),
+		JoinLimitConfig: DefaultJoinLimitConfig(), SlowModeConfig: DefaultSlowModeConfig()}
 }
 
 // DefaultGatewayCompressionMinBytes is the default of

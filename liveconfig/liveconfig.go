@@ -172,6 +172,7 @@ type Patch struct {
 	GatewayFillConcurrency     *int  `json:"gateway_fill_concurrency,omitempty"`
 	RatePatch
 	HotPatch
+	JoinPatch
 }
 
 // RatePatch holds the rate limits of a change: each a text such as
@@ -240,6 +241,9 @@ func (p Patch) Apply(c parley.LiveConfig) (parley.LiveConfig, error) {
 	}
 	p.RatePatch.apply(&c.LiveRates)
 	if err := p.HotPatch.apply(&c); err != nil {
+		return c, err
+	}
+	if err := p.JoinPatch.apply(&c); err != nil {
 		return c, err
 	}
 	return c, nil
