@@ -151,3 +151,33 @@ func TestJoinLimiterInvites(t *testing.T) {
 	e.clock.Advance(time.Second)
 	e.must(http.StatusOK, "POST", "/invites/"+inv.Code+"/accept", b.Token, nil, nil)
 }
+
+// TestSlowModeOverHTTP: the channel update takes the limits (400 out of
+// range, 403 for a member who may not manage the channel) and a post over
+// them is 429 with Retry-After and a message that says why.
+func TestSlowModeOverHTTP(t *testing.T) {
+	e, owner, ws, us := joinTeam(t, 1, func(*Config) {})
+	ch := mustChannel(t, e.store, ws, owner, parley.KindPublic)
+	bob := us[0]
+	e.must(http.StatusOK, "POST", "/channels/"+ch.ID+"/join", bob.Token, nil, nil)
+	e.must(http.StatusBadRequest, "PATCH", "/channels/"+ch.ID, owner.Token, map[string]any{"slow_mode_seconds": -1}, nil)
+	e.must(http.StatusBadRequest, "PATCH", "/channels/"+ch.ID, owner.Token, map[string]any{"post_limit_per_minute": 1 << 40}, nil)
+	e.must(http.StatusBadRequest, "PATCH", "/channels/"+ch.ID, owner.Token, map[string]any{"slow_mode_seconds": "ten"}, nil)
+	e.must(http.StatusForbidden, "PATCH", "/channels/"+ch.ID, bob.Token, map[string]any{"slow_mode_seconds": 30}, nil)
+	var got parley.Channel
+	e.must(http.StatusOK, "PATCH", "/channels/"+ch.ID, owner.Token, map[string]any{"slow_mode_seconds": 30}, &got)
+	if got.SlowModeSeconds != 30 {
+		t.Fatalf("PATCH answered %+v", got)
+	}
+	post := func(u *account) *response {
+		return e.call("POST", "/channels/"+ch.ID+"/messages", u.Token, map[string]string{"text": "hi"})
+	}
+	mustOK(t, "bob's first post", post(bob))
+	r := post(bob)
+	mustRateLimited(t, "bob's second post", r, 30*time.Second)
+	if r.Header.Get("Retry-After") != "30" {
+		t.Errorf("Retry-After %q, want 30", r.Header.Get("Retry-After"))
+	}
+	mustOK(t, "the owner is exempt", post(owner))
+	mustOK(t, "the owner is exempt", post(owner))
+}
