@@ -39,10 +39,10 @@ Settings:
   rate_login_account_ip, rate_login_account, rate_login_ip, rate_signup_ip
                                            login and signup limits, same form
   join_limit_enabled, join_limit_dry_run  true|false  per-channel join limiter (default on, not dry run)
-  join_rate_channel_node       n           joins/s one node accepts into one channel (default 500; 0: none)
+  join_rate_channel_node       n           joins/s one node accepts into one channel (default 20; 0: none)
   join_rate_channel_cluster    n           joins/s the cluster accepts into one channel, split over the
-                                           live nodes (default 1000; 0: none)
-  join_burst                   n           joins a channel's bucket holds at once (default 500)
+                                           live nodes (default 100; 0: none)
+  join_burst                   n           joins a channel's bucket holds at once (default 20)
   slow_mode_enabled, slow_mode_dry_run    true|false  enforce channels' slow_mode_seconds and
                                            post_limit_per_minute (default on, not dry run)
   (docs/security.md lists every limit and its default; docs/join-limits.md the join
