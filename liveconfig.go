@@ -32,6 +32,8 @@ type LiveConfig struct {
 	ViewConfig
 	RecentConfig
 	StoreGuardConfig
+	JoinLimitConfig
+	SlowModeConfig
 }
 
 // DefaultLiveConfig is the configuration of a new installation.
@@ -40,7 +42,8 @@ func DefaultLiveConfig() LiveConfig {
 		GatewayCompression: true, GatewayCompressionMinBytes: DefaultGatewayCompressionMinBytes,
 		HotConfig: DefaultHotConfig(), ViewConfig: DefaultViewConfig(),
 		RecentConfig:     DefaultRecentConfig(),
-		StoreGuardConfig: DefaultStoreGuardConfig()}
+		StoreGuardConfig: DefaultStoreGuardConfig(),
+		JoinLimitConfig:  DefaultJoinLimitConfig(), SlowModeConfig: DefaultSlowModeConfig()}
 }
 
 // DefaultGatewayCompressionMinBytes is the default of

@@ -105,6 +105,12 @@ type Channel struct {
 	ArchivedAt  *time.Time  `json:"archived_at,omitempty"`
 	// DMUserIDs lists the participants of a dm or group_dm, sorted.
 	DMUserIDs []string `json:"dm_user_ids,omitempty"`
+	// SlowModeSeconds: each member may post once per this many seconds
+	// (0: off). Workspace admins and the channel's creator are exempt.
+	SlowModeSeconds int `json:"slow_mode_seconds"`
+	// PostLimitPerMinute: the channel takes at most this many posts a
+	// minute from its members (0: no cap); the same people are exempt.
+	PostLimitPerMinute int `json:"post_limit_per_minute"`
 
 	// The caller's membership, filled in on reads made for a user.
 	IsMember    bool  `json:"is_member"`

@@ -106,6 +106,10 @@ type ChannelPatch struct {
 	Name    *string `json:"name"`
 	Topic   *string `json:"topic"`
 	Purpose *string `json:"purpose"`
+	// SlowModeSeconds and PostLimitPerMinute (0: off) need channel
+	// management rights (workspace admins, the channel's creator).
+	SlowModeSeconds    *int `json:"slow_mode_seconds"`
+	PostLimitPerMinute *int `json:"post_limit_per_minute"`
 }
 
 // MemberPage is one page of a channel's members.

@@ -74,6 +74,9 @@ func (s *Server) archiveChannel(w http.ResponseWriter, r *http.Request, c *calle
 }
 
 func (s *Server) joinChannel(w http.ResponseWriter, r *http.Request, c *caller) error {
+	if err := s.joins.allow(s.now(), r.PathValue("id")); err != nil {
+		return err
+	}
 	ch, err := s.store.JoinChannel(r.Context(), c.UserID, r.PathValue("id"))
 	if err != nil {
 		return err

@@ -64,6 +64,10 @@ type Config struct {
 	// references: the query cache (querycache.Cache) on a node, or the
 	// store's (sqlstore.Directory). Required.
 	Directory parley.DirectoryQueries
+	// LiveNodes returns how many nodes are live (the nodes package's
+	// membership): each node enforces its share of the cluster-wide join
+	// rate (joinlimit.go). Nil: one node.
+	LiveNodes func() int
 
 	// testRoutes are extra routes, for this package's tests only.
 	testRoutes []route
@@ -88,6 +92,7 @@ type Server struct {
 	sessionTTL time.Duration
 	proxies    edge.Proxies
 	rl         *limiters
+	joins      *joinLimiter
 
 	wsURL  func(workspaceID string) string // nil: the request's host
 	dir    parley.DirectoryQueries
@@ -133,6 +138,7 @@ func New(cfg Config) *Server {
 	s.panics = promutil.Panics(cfg.Registerer).WithLabelValues("http")
 	s.testRoutes = cfg.testRoutes
 	s.rl = newLimiters(cfg, s.metrics.rejectedVec())
+	s.joins = newJoinLimiter(cfg, cfg.Registerer, s.log)
 	s.handler = s.buildHandler()
 	return s
 }

@@ -56,6 +56,11 @@ func (s *Server) createInvite(w http.ResponseWriter, r *http.Request, c *caller)
 }
 
 func (s *Server) acceptInvite(w http.ResponseWriter, r *http.Request, c *caller) error {
+	// Accepting joins #general: one link shared to a crowd is a join spike
+	// into it, limited per invite code (the workspace is not known yet).
+	if err := s.joins.allow(s.now(), "invite:"+r.PathValue("code")); err != nil {
+		return err
+	}
 	ws, err := s.store.AcceptInvite(r.Context(), c.UserID, r.PathValue("code"))
 	if err != nil {
 		return err

@@ -174,6 +174,7 @@ type Patch struct {
 	HotPatch
 	RecentPatch
 	StoreGuardPatch
+	JoinPatch
 }
 
 // RatePatch holds the rate limits of a change: each a text such as
@@ -248,6 +249,9 @@ func (p Patch) Apply(c parley.LiveConfig) (parley.LiveConfig, error) {
 		return c, err
 	}
 	if err := p.StoreGuardPatch.apply(&c); err != nil {
+		return c, err
+	}
+	if err := p.JoinPatch.apply(&c); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -16,10 +16,17 @@
 # PARLEY (default bin/parley) is the binary that seeds and serves;
 # LOADTEST (default PARLEY) the one that drives the load; PORT (default
 # 18181) the port.
+# With CONFIG="key=value …" the server's admin listener is on (port
+# PORT+1) and `parley config set CONFIG` runs before the load; with
+# METRICS=file the server's /metrics are saved there after it.
 set -eu
 bin=${PARLEY:-bin/parley}
 driver=${LOADTEST:-$bin}
 port=${PORT:-18181}
+admin=off
+if [ -n "${CONFIG:-}" ] || [ -n "${METRICS:-}" ]; then
+	admin=127.0.0.1:$((port + 1))
+fi
 users=$1
 channels=$2
 shift 2
@@ -47,7 +54,7 @@ ulimit -n "$(ulimit -Hn)"
 # shellcheck disable=SC2086 # $store is two words
 "$bin" seed $store --users "$users" --channels "$channels" --out "$dir/seed.json" --log-level warn
 # shellcheck disable=SC2086
-"$bin" serve $store --listen "127.0.0.1:$port" --admin off --identify-rate 10000000 --rate-message-ip off --rate-write-ip off --rate-create-ip off --rate-search-ip off --rate-signup-ip off --log-level warn >"$dir/serve.log" 2>&1 &
+"$bin" serve $store --listen "127.0.0.1:$port" --admin "$admin" --identify-rate 10000000 --rate-message-ip off --rate-write-ip off --rate-create-ip off --rate-search-ip off --rate-signup-ip off --log-level warn >"$dir/serve.log" 2>&1 &
 pid=$!
 i=0
 until grep -q "Parley is running at" "$dir/serve.log" 2>/dev/null; do
@@ -59,4 +66,13 @@ until grep -q "Parley is running at" "$dir/serve.log" 2>/dev/null; do
 	fi
 	sleep 0.1
 done
-"$driver" loadtest --url "http://127.0.0.1:$port" --seed "$dir/seed.json" --server-pid "$pid" "$@"
+if [ -n "${CONFIG:-}" ]; then
+	# shellcheck disable=SC2086 # CONFIG is several key=value words
+	"$bin" config --admin "$admin" set $CONFIG >/dev/null
+fi
+status=0
+"$driver" loadtest --url "http://127.0.0.1:$port" --seed "$dir/seed.json" --server-pid "$pid" "$@" || status=$?
+if [ -n "${METRICS:-}" ]; then
+	curl -sf "http://$admin/metrics" >"$METRICS" || echo "run-seeded: could not read /metrics" >&2
+fi
+exit "$status"

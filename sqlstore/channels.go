@@ -144,14 +144,21 @@ func (s *Store) UpdateChannel(ctx context.Context, actor, channelID string, p pa
 			}
 			ch.Purpose, changed = *p.Purpose, true
 		}
+		limChanged, err := patchPostLimits(a, actor, p)
+		if err != nil {
+			return err
+		}
+		changed = changed || limChanged
 		if !changed {
 			out = ch
 			return nil
 		}
 		if _, err := tx.ExecContext(ctx,
-			`UPDATE channels SET name = $1, topic = $2, purpose = $3, updated_at = $4
-			 WHERE workspace_id = $5 AND id = $6`,
-			ch.Name, ch.Topic, ch.Purpose, micros(tx.now), ch.WorkspaceID, ch.ID); err != nil {
+			`UPDATE channels SET name = $1, topic = $2, purpose = $3, updated_at = $4,
+			   slow_mode_seconds = $5, post_limit_per_minute = $6
+			 WHERE workspace_id = $7 AND id = $8`,
+			ch.Name, ch.Topic, ch.Purpose, micros(tx.now), ch.SlowModeSeconds, ch.PostLimitPerMinute,
+			ch.WorkspaceID, ch.ID); err != nil {
 			if isUniqueViolation(err) {
 				return parley.Errorf(parley.ECONFLICT, "a channel named %q already exists", ch.Name)
 			}

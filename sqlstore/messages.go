@@ -99,6 +99,20 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 				return err
 			}
 		}
+		// Slow mode and the channel's post cap (slowmode.go): after the
+		// thread root's lock, before the channel row's. A retry of a post
+		// that went through gets its message, not a 429, and what the
+		// check wrote is undone (errDuplicate).
+		if err := s.checkPostLimits(ctx, tx, a, actor, cfg); err != nil {
+			if parley.ErrorCode(err) == parley.ERATELIMITED && nm.ClientMsgID != "" {
+				if first, ferr := postedBefore(ctx, tx, actor, a.ch.ID, nm.ClientMsgID); ferr != nil {
+					return ferr
+				} else if first != nil {
+					return errDuplicate
+				}
+			}
+			return err
+		}
 		if _, err := tx.appendEvent(ctx, m.WorkspaceID, m.ChannelID, parley.EventMessageCreated, func(seq int64) any {
 			m.Seq = seq
 			return parley.MessageEventData{ChannelID: m.ChannelID, Seq: seq, Message: m}

@@ -27,7 +27,7 @@ var (
 
 // Collectors are the store's metrics, for a registry.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{opSeconds, opErrors}
+	return []prometheus.Collector{opSeconds, opErrors, postLimits}
 }
 
 // observe records one write operation named op that started at start;

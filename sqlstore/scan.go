@@ -66,7 +66,8 @@ func scanUser(sc scanner, now time.Time) (*parley.User, error) {
 //
 // (see channelFrom).
 const channelColumns = `c.id, c.workspace_id, c.name, c.kind, c.topic, c.purpose, c.created_by, c.dm_key,
-	c.last_seq, c.created_at, c.updated_at, c.archived_at, st.member_count, m.user_id, m.last_read_seq`
+	c.last_seq, c.created_at, c.updated_at, c.archived_at, st.member_count, m.user_id, m.last_read_seq,
+	c.slow_mode_seconds, c.post_limit_per_minute`
 
 // channelFrom is the FROM clause that goes with channelColumns; $1 is the
 // caller's user id.
@@ -82,7 +83,8 @@ func scanChannel(sc scanner) (*parley.Channel, error) {
 	var created, updated int64
 	var archived sql.NullInt64
 	if err := sc.Scan(&c.ID, &c.WorkspaceID, &c.Name, &kind, &c.Topic, &c.Purpose, &c.CreatedBy, &dmKey,
-		&c.LastSeq, &created, &updated, &archived, &c.MemberCount, &memberID, &lastRead); err != nil {
+		&c.LastSeq, &created, &updated, &archived, &c.MemberCount, &memberID, &lastRead,
+		&c.SlowModeSeconds, &c.PostLimitPerMinute); err != nil {
 		return nil, err
 	}
 	c.Kind = parley.ChannelKind(kind)

@@ -59,7 +59,15 @@ Settings:
   store_guard_window_seconds   n           the breaker's rolling window (default 10)
   store_guard_open_seconds     n           an open breaker refuses calls this long, then probes (default 2)
                                            (docs/store-guard.md)
-  (docs/security.md lists every limit and its default)`,
+  join_limit_enabled, join_limit_dry_run  true|false  per-channel join limiter (default on, not dry run)
+  join_rate_channel_node       n           joins/s one node accepts into one channel (default 20; 0: none)
+  join_rate_channel_cluster    n           joins/s the cluster accepts into one channel, split over the
+                                           live nodes (default 100; 0: none)
+  join_burst                   n           joins a channel's bucket holds at once (default 20)
+  slow_mode_enabled, slow_mode_dry_run    true|false  enforce channels' slow_mode_seconds and
+                                           post_limit_per_minute (default on, not dry run)
+  (docs/security.md lists every limit and its default; docs/join-limits.md the join
+  limiter and slow mode)`,
 	}
 	cmd.PersistentFlags().StringVar(&admin, "admin", admin, "address of a node's admin listener ($PARLEY_ADMIN)")
 

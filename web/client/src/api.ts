@@ -294,7 +294,10 @@ export class Api {
 		return this.request('GET', `/channels/${seg(id)}`);
 	}
 
-	updateChannel(id: string, p: { name?: string; topic?: string; purpose?: string }): Promise<Channel> {
+	updateChannel(
+		id: string,
+		p: { name?: string; topic?: string; purpose?: string; slow_mode_seconds?: number; post_limit_per_minute?: number },
+	): Promise<Channel> {
 		return this.request('PATCH', `/channels/${seg(id)}`, p);
 	}
 

@@ -64,6 +64,10 @@ export interface Channel {
 	updated_at: Time;
 	archived_at?: Time;
 	dm_user_ids?: string[];
+	/** A member may post once per this many seconds (0: off); admins and the creator are exempt. */
+	slow_mode_seconds?: number;
+	/** The channel takes at most this many posts a minute (0: no cap). */
+	post_limit_per_minute?: number;
 	is_member: boolean;
 	last_read_seq: number;
 	unread_count?: number;
