@@ -14,10 +14,12 @@ import (
 
 // liveSwitch is a live configuration a test changes while the node runs,
 // as PUT /config does.
-type liveSwitch struct{ p atomic.Pointer[parley.LiveConfig] }
+type liveSwitch struct {
+	p atomic.Pointer[parley.LiveConfig]
+}
 
 func (l *liveSwitch) LiveConfig() parley.LiveConfig { return *l.p.Load() }
-func (l *liveSwitch) set(c parley.LiveConfig)        { l.p.Store(&c) }
+func (l *liveSwitch) set(c parley.LiveConfig)       { l.p.Store(&c) }
 
 // hot-channel, tiny, with view-aware delivery for every channel
 // (view_min_members 0): the non-viewers get summaries for #general and

@@ -29,8 +29,8 @@ type runner struct {
 
 	deliveryHist *Hist
 	joinHist     *Hist
-	otherHist    *Hist // hot-channel: messages of the other channels
-	passiveHist  *Hist // hot-channel: #general's messages to non-viewers
+	otherHist    *Hist    // hot-channel: messages of the other channels
+	passiveHist  *Hist    // hot-channel: #general's messages to non-viewers
 	joinStarts   sync.Map // user id → time.Time the join was sent
 
 	ephemeral atomic.Int64 // typing, presence and other non-durable events received
