@@ -86,6 +86,6 @@ for m in baseline view dryrun; do
 	jq -r --arg m "$m" '
 		def f(x): if x == null then "-" else (x * 100 | round / 100 | tostring) end;
 		def lat(k): if .latency[k] == null then "-" else "\(f(.latency[k].p50_ms)) / \(f(.latency[k].p99_ms))" end;
-		"\($m):\tdeliveries \(.deliveries)\tframes/s \(f(.extra.load_frames_per_s))\tserver CPU-s/1000 deliveries \(f(.extra.server_cpu_s_per_1000_deliveries))\twrites/delivery \(f(.extra.server_syscw_per_delivery))\tviewers p50/p99 \(lat("delivery")) ms\tother p50/p99 \(lat("other_delivery")) ms\tsummaries \(f(.extra.summaries))\tlost/dup/ooo \(.lost)/\(.duplicated)/\(.out_of_order) (viewers \(f(.extra.viewer_lost))/\(f(.extra.viewer_duplicated))/\(f(.extra.viewer_out_of_order)))\tcaught up \(f(.extra.caught_up_s)) s\tposts \(.offered | map("\(.name) \(f(.achieved_rate))/\(f(.asked_rate))") | join(", "))"
+		"\($m):\tdeliveries \(.deliveries)\tframes/s \(f(.extra.load_frames_per_s))\tserver CPU-ms/1000 deliveries \(f(.extra.server_cpu_s_per_1000_deliveries * 1000)) (server CPU-s \(f(.extra.all_server_cpu_seconds)))\twrites/delivery \(f(.extra.server_syscw_per_delivery))\tviewers p50/p99 \(lat("delivery")) ms\tother p50/p99 \(lat("other_delivery")) ms\tsummaries \(f(.extra.summaries))\tlost/dup/ooo \(.lost)/\(.duplicated)/\(.out_of_order) (viewers \(f(.extra.viewer_lost))/\(f(.extra.viewer_duplicated))/\(f(.extra.viewer_out_of_order)))\tcaught up \(f(.extra.caught_up_s)) s\tposts \(.offered | map("\(.name) \(f(.achieved_rate))/\(f(.asked_rate))") | join(", "))"
 	' "$out/$m/result.json"
 done
