@@ -16,8 +16,8 @@
 # $OUT/{baseline,view,dryrun}/ (default out/loadtest/hot). Flags after
 # CHANNELS go to every run, after the defaults (later flags win):
 # --rate 100 --other-rate 50 --posters 100 --duration 20s.
-# PARLEY (default bin/parley), PORT (18181), ADMIN_PORT (18191), PG as in
-# run-seeded.sh.
+# MODES (default "baseline view dryrun") picks the runs. PARLEY (default
+# bin/parley), PORT (18181), ADMIN_PORT (18191), PG as in run-seeded.sh.
 set -eu
 bin=${PARLEY:-bin/parley}
 port=${PORT:-18181}
@@ -73,15 +73,31 @@ run() {
 		--scenario hot-channel --rate 100 --other-rate 50 --posters 100 --duration 20s \
 		--out "$out/$name" "$@" || echo "run-hot: $name failed (exit $?)" >&2
 }
-cfg view_enabled=true view_dry_run=false
-run baseline --baseline "$@"
-run view "$@"
-cfg view_dry_run=true
-run dryrun "$@"
-cfg view_dry_run=false
+modes=${MODES:-baseline view dryrun}
+for m in $modes; do
+	case $m in
+	baseline)
+		cfg view_enabled=true view_dry_run=false
+		run baseline --baseline "$@"
+		;;
+	view)
+		cfg view_enabled=true view_dry_run=false
+		run view "$@"
+		;;
+	dryrun)
+		cfg view_enabled=true view_dry_run=true
+		run dryrun "$@"
+		cfg view_dry_run=false
+		;;
+	*)
+		echo "run-hot: unknown mode $m (baseline, view, dryrun)" >&2
+		exit 2
+		;;
+	esac
+done
 echo
 echo "hot channel: $users members, $channels other channels ($out)"
-for m in baseline view dryrun; do
+for m in $modes; do
 	[ -f "$out/$m/result.json" ] || continue
 	jq -r --arg m "$m" '
 		def f(x): if x == null then "-" else (x * 100 | round / 100 | tostring) end;
