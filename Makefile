@@ -128,6 +128,14 @@ loadtest: build
 	loadtest/run-seeded.sh 1000 10 --scenario join-spike --connect-rate 500 --watchers 50 --rate 50 --duration 30s --out out/loadtest/join-spike
 	loadtest/run-seeded.sh 3000 30 --scenario steady --connect-rate 500 --rate 100 --duration 30s --out out/loadtest/steady
 
+## loadtest-hot: issue 13's hot channel at LINE's size (loadtest/run-hot.sh):
+## 5,000 members of #general, 100 msg/s into it, 500 viewers, 50 msg/s into
+## 100 other channels; baseline, view-aware delivery on and view_dry_run,
+## against one seeded SQLite server; reports in out/loadtest/hot/. A few
+## minutes of both cores.
+loadtest-hot: build
+	loadtest/run-hot.sh 5000 100 --connect-rate 500 --procs 2 --source-ips 127.0.0.1-127.0.0.4
+
 ## loadtest-audience: issue 19's before/after (loadtest/run-beforeafter.sh):
 ## builds bin/parley-before (f1d74cf) and bin/parley-after (HEAD) and runs
 ## the audience and join-spike scenarios on each, on a fresh PostgreSQL

@@ -23,6 +23,11 @@ type checker struct {
 	chans map[string]*seqCheck // guarded by mu
 	dups  int64                // guarded by mu
 	ooo   int64                // guarded by mu
+	// covered counts the seqs channel.summary frames covered (passed
+	// over, not sent, not lost); behind counts summaries that covered
+	// nothing (last_seq at or below what the user already had).
+	covered int64 // guarded by mu
+	behind  int64 // guarded by mu
 }
 
 // declare says the user has channel ch up to seq start (from boot).
@@ -80,6 +85,50 @@ func (c *checker) observe(ch string, seq int64) (dup, outOfOrder bool) {
 	return false, outOfOrder
 }
 
+// cover records a channel.summary of channel ch up to last: the seqs
+// after the user's position in the channel (the highest seq received or
+// covered) up to last were passed over by the server and count as
+// received (docs/protocol.md, View-aware delivery). A hole below the
+// position stays a hole: a summary covers only what follows the last
+// thing the session was given. A summary of a channel not declared starts
+// it at last, as the client does. It returns the seqs covered.
+func (c *checker) cover(ch string, last int64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.chans == nil {
+		c.chans = map[string]*seqCheck{}
+	}
+	s := c.chans[ch]
+	if s == nil {
+		c.chans[ch] = &seqCheck{start: last, max: last, implicit: true}
+		return 0
+	}
+	if last <= s.max {
+		c.behind++
+		return 0
+	}
+	for seq := s.max + 1; seq <= last; seq++ {
+		i := seq - s.start - 1
+		w := int(i / 64)
+		for len(s.seen) <= w {
+			s.seen = append(s.seen, 0)
+		}
+		s.seen[w] |= 1 << (i % 64)
+	}
+	n := last - s.max
+	s.max = last
+	c.covered += n
+	return n
+}
+
+// summarized returns the seqs covered by summaries and the summaries that
+// covered nothing.
+func (c *checker) summarized() (covered, behind int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.covered, c.behind
+}
+
 // rebase moves start down to start (below the current one), keeping what was seen.
 func (s *seqCheck) rebase(start int64) {
 	old, oldStart := s.seen, s.start
@@ -120,7 +169,7 @@ func (s *seqCheck) got(h int64) int64 {
 func (c *checker) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.chans, c.dups, c.ooo = nil, 0, 0
+	c.chans, c.dups, c.ooo, c.covered, c.behind = nil, 0, 0, 0, 0
 }
 
 // maxes returns each channel's highest received seq.

@@ -29,6 +29,12 @@ import (
 
 func newNode(t *testing.T) (string, parley.Store) {
 	t.Helper()
+	return newNodeLive(t, nil)
+}
+
+// newNodeLive is newNode with the gateway reading live (nil: the defaults).
+func newNodeLive(t *testing.T, live parley.LiveConfigSource) (string, parley.Store) {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	bus, err := natsbus.Start(natsbus.Config{Logger: quiet})
 	if err != nil {
@@ -44,7 +50,7 @@ func newNode(t *testing.T) (string, parley.Store) {
 		t.Fatal(err)
 	}
 	st.SetPresence(tracker)
-	gw, err := gateway.New(gateway.Config{Store: st, Bus: bus, Presence: tracker, NodeID: "n1", Logger: quiet, Partitions: 2})
+	gw, err := gateway.New(gateway.Config{Store: st, Bus: bus, Presence: tracker, NodeID: "n1", Logger: quiet, Partitions: 2, Live: live})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,9 +69,18 @@ type Config struct {
 	// generator's (read from /proc/<pid>/stat by worker part 0 only).
 	ServerPID int
 	Watchers  int // join-spike: members of the channel before the spike
-	// OtherRate (join-spike): messages a second posted meanwhile into the
-	// other channels, whose delivery latency is "delivery".
+	// OtherRate (join-spike, hot-channel): messages a second posted
+	// meanwhile into the other channels, whose delivery latency is
+	// "delivery" (join-spike) or "other_delivery" (hot-channel).
 	OtherRate float64
+	// Viewers (hot-channel): users who have #general in focus (spread
+	// evenly over the users); the others do not focus it until the load
+	// is over (0: a tenth of the users).
+	Viewers int
+	// Baseline (hot-channel): post nothing into #general, only OtherRate
+	// into the other channels: the other channels' latency without the
+	// hot channel.
+	Baseline bool
 	// The audience scenario: users in each session's view, workspace
 	// admins among the online users, and the actions of each phase.
 	View           int
@@ -129,6 +138,9 @@ func (c *Config) Defaults() {
 	if c.Watchers <= 0 && c.Users > 0 { // with a seed, once Users is known
 		c.Watchers = max(1, min(50, c.Users/10))
 	}
+	if c.Viewers <= 0 && c.Users > 0 {
+		c.Viewers = max(1, c.Users/10)
+	}
 	if c.Rate <= 0 {
 		switch c.Scenario {
 		case ScenarioHotChannel:
@@ -182,6 +194,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Scenario == ScenarioJoinSpike && c.Users > 0 && c.Watchers >= c.Users {
 		return fmt.Errorf("join-spike: --watchers (%d) must be fewer than --users (%d)", c.Watchers, c.Users)
+	}
+	if c.Viewers < 0 {
+		return errors.New("--viewers must not be negative")
+	}
+	if c.Baseline && c.Scenario != ScenarioHotChannel {
+		return errors.New("--baseline is for hot-channel")
 	}
 	if c.Scenario == ScenarioAudience && c.Procs != 1 {
 		return errors.New("audience: runs in one process (--procs 1): it follows every session's view")

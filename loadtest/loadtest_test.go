@@ -205,3 +205,43 @@ func TestOfferedLoadFromExtras(t *testing.T) {
 		t.Fatalf("summary:\n%s", out)
 	}
 }
+
+// A channel.summary covers the seqs after the user's position up to its
+// last_seq: they count as received, a hole before the position stays lost,
+// an event the summary covered that still arrives is a duplicate, and a
+// summary behind the position covers nothing.
+func TestCheckerSummariesCover(t *testing.T) {
+	var c checker
+	c.declare("g", 10)
+	c.observe("g", 11)
+	c.observe("g", 13) // 12 missing: a hole before the summary
+	if n := c.cover("g", 20); n != 7 {
+		t.Fatalf("covered %d, want 7 (14…20)", n)
+	}
+	if n := c.cover("g", 18); n != 0 {
+		t.Fatalf("a summary behind the position covered %d", n)
+	}
+	if dup, ooo := c.observe("g", 21); dup || ooo {
+		t.Fatal("21 after a summary to 20: neither duplicate nor out of order")
+	}
+	c.observe("g", 19) // covered by the summary, sent anyway
+	c.cover("s", 40)   // a channel first heard of by its summary: owed from 41
+	c.observe("s", 41)
+	heads := map[string]int64{"g": 22, "s": 42}
+	lost, dups, ooo := c.tally(heads)
+	if lost != 3 || dups != 1 || ooo != 0 { // 12 and 22 of g, 42 of s
+		t.Fatalf("lost %d dups %d ooo %d, want 3 1 0", lost, dups, ooo)
+	}
+	if covered, behind := c.summarized(); covered != 7 || behind != 1 {
+		t.Fatalf("covered %d behind %d, want 7 1", covered, behind)
+	}
+	c.observe("g", 12)
+	if c.caughtUp(heads) {
+		t.Fatal("caught up with 22 and 42 missing")
+	}
+	c.cover("g", 22)
+	c.cover("s", 42)
+	if !c.caughtUp(heads) {
+		t.Fatal("not caught up after summaries to the heads")
+	}
+}

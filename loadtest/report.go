@@ -98,6 +98,9 @@ type Sizes struct {
 	MaxInFlight int     `json:"max_in_flight"`
 	Posters     int     `json:"posters"`
 	Watchers    int     `json:"watchers,omitempty"`
+	Viewers     int     `json:"viewers,omitempty"`
+	OtherRate   float64 `json:"other_rate,omitempty"`
+	Baseline    bool    `json:"baseline,omitempty"`
 	DurationS   float64 `json:"duration_s"`
 	TextBytes   int     `json:"text_bytes"`
 	Procs       int     `json:"procs"`
@@ -132,6 +135,9 @@ func buildResult(cfg *Config, plan *Plan, parts []*Part, setup time.Duration) *R
 	if cfg.Scenario == ScenarioJoinSpike {
 		res.Sizes.Watchers = cfg.Watchers
 	}
+	if cfg.Scenario == ScenarioHotChannel {
+		res.Sizes.Viewers, res.Sizes.OtherRate, res.Sizes.Baseline = min(cfg.Viewers, cfg.Users), cfg.OtherRate, cfg.Baseline
+	}
 	for _, p := range parts {
 		d.Merge(p.Data)
 		res.Users += p.Users
@@ -164,6 +170,9 @@ func buildResult(cfg *Config, plan *Plan, parts []*Part, setup time.Duration) *R
 		if s := d.Extra["joins_done_s"]; s > 0 {
 			res.Extra["joins_accepted_rate"] = n / s
 		}
+	}
+	if cfg.Scenario == ScenarioHotChannel {
+		hotFigures(res.Extra, cfg.Duration)
 	}
 	res.Offered = offered(d.Extra)
 	var busy int
@@ -209,7 +218,7 @@ func (r *Result) Print(w io.Writer) {
 	}
 	row("lost / duplicated / out of order", "%d / %d / %d over %d checked streams", r.Lost, r.Duplicated, r.OutOfOrder, r.Checked)
 	row("resumes / fresh identifies / gap fills", "%d / %d / %d", r.Client.Resumes, r.Client.InvalidSessions, r.Client.GapsFilled)
-	for _, k := range []string{"delivery", "connect", "boot", "reconnect", "join_delivery", "join_api", "post"} {
+	for _, k := range []string{"delivery", "other_delivery", "passive_delivery", "connect", "boot", "reconnect", "join_delivery", "join_api", "post"} {
 		s, ok := r.Latency[k]
 		if !ok || s.Count == 0 {
 			continue

@@ -29,6 +29,8 @@ type runner struct {
 
 	deliveryHist *Hist
 	joinHist     *Hist
+	otherHist    *Hist    // hot-channel: messages of the other channels
+	passiveHist  *Hist    // hot-channel: #general's messages to non-viewers
 	joinStarts   sync.Map // user id → time.Time the join was sent
 
 	ephemeral atomic.Int64 // typing, presence and other non-durable events received
@@ -41,6 +43,9 @@ type runner struct {
 	frames      atomic.Int64 // event frames the gateway pushed, of every type
 	spikeFrames atomic.Int64 // of them, member.joined of join-spike's channel
 	frames0     int64        // frames when join-spike's load began
+
+	summaries atomic.Int64 // channel.summary frames received
+	hot       hotMarks     // hot-channel: readings at the load's start and end
 
 	aud       *audience       // the audience scenario's state
 	audResult *AudienceResult // its figures, once it is over
@@ -66,6 +71,10 @@ func newRunner(cfg *Config, plan *Plan, part, parts int, bar func(string) error)
 		hcs: httpClients(cfg.SourceIPs), rec: NewRecorder(plan.Start)}
 	r.deliveryHist = r.rec.Hist("delivery")
 	r.joinHist = r.rec.Hist("join_delivery")
+	if cfg.Scenario == ScenarioHotChannel {
+		r.otherHist = r.rec.Hist("other_delivery")
+		r.passiveHist = r.rec.Hist("passive_delivery")
+	}
 	n := len(plan.Users)
 	if cfg.Users > 0 {
 		n = min(n, cfg.Users)
@@ -74,7 +83,7 @@ func newRunner(cfg *Config, plan *Plan, part, parts int, bar func(string) error)
 		pu := plan.Users[i]
 		c := client.New(cfg.URL, client.WithHTTPClient(r.hcs[i%len(r.hcs)]), client.WithToken(pu.Token),
 			client.WithLogger(cfg.Log))
-		r.users = append(r.users, &user{idx: i, id: pu.ID, c: c, r: r})
+		r.users = append(r.users, &user{idx: i, id: pu.ID, c: c, r: r, viewer: cfg.Scenario == ScenarioHotChannel && isViewer(i, cfg.Viewers, n)})
 	}
 	return r
 }
@@ -326,17 +335,6 @@ func (r *runner) reconnectStorm(ctx context.Context) error {
 	})
 }
 
-// hotChannel: M members connected, S messages a second into #general.
-func (r *runner) hotChannel(ctx context.Context) error {
-	r.connectAll(ctx)
-	if err := r.bar("connected"); err != nil {
-		return err
-	}
-	return r.loadPhase(ctx, func(lctx context.Context) func() {
-		return r.poster(lctx, r.cfg.Rate, r.plan.General)
-	})
-}
-
 // joinSpike: everyone connected; the users who are not watchers join the
 // spike channel at J joins a second; watchers (and every joiner from its
 // join on) receive the member.joined stream.
@@ -519,7 +517,8 @@ func (r *runner) account(ctx context.Context) *Part {
 		}
 		heads[ch] = h
 	}
-	deadline := time.Now().Add(r.cfg.CatchUp)
+	t0 := time.Now()
+	deadline := t0.Add(r.cfg.CatchUp)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		all := true
 		for _, u := range r.users {
@@ -529,11 +528,15 @@ func (r *runner) account(ctx context.Context) *Part {
 			}
 		}
 		if all {
+			r.rec.SetExtra("caught_up_s", time.Since(t0).Seconds())
 			break
 		}
 		_ = sleep(ctx, 50*time.Millisecond)
 	}
 	r.noteCores("drain", drain) // the heads' fetch and the catch-up window
+	if r.cfg.Scenario == ScenarioHotChannel {
+		r.noteHot(r.markHot())
+	}
 	if r.cfg.Scenario == ScenarioJoinSpike {
 		// Frames pushed by the end of the catch-up window: the spike's
 		// member.joined, and every frame since the load began (the other
@@ -551,10 +554,23 @@ func (r *runner) account(ctx context.Context) *Part {
 		p.Lost += lost
 		p.Duplicated += dups
 		p.OutOfOrder += ooo
+		if covered, behind := u.chk.summarized(); covered+behind > 0 || r.cfg.Scenario == ScenarioHotChannel {
+			r.rec.AddExtra("summary_covered_events", float64(covered))
+			r.rec.AddExtra("summaries_behind", float64(behind))
+		}
+		if u.viewer && u.everReady.Load() {
+			r.rec.AddExtra("viewers", 1)
+			r.rec.AddExtra("viewer_lost", float64(lost))
+			r.rec.AddExtra("viewer_duplicated", float64(dups))
+			r.rec.AddExtra("viewer_out_of_order", float64(ooo))
+		}
 		p.Checked += len(u.chk.maxes())
 		if c := u.Conn(); c != nil {
 			addStats(&p.ConnStats, c.Stats())
 		}
+	}
+	if n := r.summaries.Load(); n > 0 || r.cfg.Scenario == ScenarioHotChannel {
+		r.rec.SetExtra("summaries", float64(n))
 	}
 	p.Data = r.rec.Data()
 	p.Audience = r.audResult
@@ -602,4 +618,5 @@ func addStats(a *client.Stats, b client.Stats) {
 	a.DuplicatesDropped += b.DuplicatesDropped
 	a.SGaps += b.SGaps
 	a.Delivered += b.Delivered
+	a.Summaries += b.Summaries
 }

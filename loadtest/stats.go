@@ -221,6 +221,13 @@ func (r *Recorder) SetExtra(name string, v float64) {
 	r.mu.Unlock()
 }
 
+// AddExtra adds v to a scenario figure.
+func (r *Recorder) AddExtra(name string, v float64) {
+	r.mu.Lock()
+	r.extra[name] += v
+	r.mu.Unlock()
+}
+
 // extraValue reads a scenario figure (0 if unset).
 func (r *Recorder) extraValue(name string) float64 {
 	r.mu.Lock()

@@ -3,6 +3,7 @@ package loadtest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -21,6 +22,8 @@ type user struct {
 	id  string
 	c   *client.Client
 	r   *runner
+	// viewer (hot-channel): the user has #general in focus from the start.
+	viewer bool
 
 	chk checker
 
@@ -97,6 +100,21 @@ func (u *user) handle(ev client.Event) {
 			r.aud.observe(u, ev, now)
 		}
 	}
+	if ev.Type == parley.EventChannelSummary {
+		// A passive channel's events up to last_seq were passed over:
+		// covered, not lost (docs/protocol.md, View-aware delivery).
+		var d struct {
+			ChannelID string `json:"channel_id"`
+			LastSeq   int64  `json:"last_seq"`
+		}
+		if json.Unmarshal(ev.Data, &d) != nil || d.ChannelID == "" {
+			r.rec.Error(now, "bad_summary")
+			return
+		}
+		r.summaries.Add(1)
+		u.chk.cover(d.ChannelID, d.LastSeq)
+		return
+	}
 	if !ev.Durable() {
 		r.ephemeral.Add(1)
 		return
@@ -119,7 +137,7 @@ func (u *user) handle(ev client.Event) {
 	switch ev.Type {
 	case parley.EventMessageCreated:
 		if t, ok := sentAt(ev.Data); ok && live {
-			lat, measured = now.Sub(t), true
+			lat, measured, hist = now.Sub(t), true, r.messageHist(u, ev.ChannelID)
 		}
 	case parley.EventMemberJoined:
 		if v, ok := r.joinStarts.Load(userIDOf(ev.Data)); ok && live {
