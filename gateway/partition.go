@@ -45,16 +45,17 @@ type partition struct {
 	deflate deflateState // compression settings and counts (deflate.go)
 
 	// View-aware delivery and hot channels (view.go).
-	view       viewState
-	members    map[string]memberCount // per channel followed here
-	sumDue     []sumRef               // summaries pending
-	sumArmed   bool                   // the summary timer is running
-	batched    []*session             // sessions waiting for the hot batch
-	batchArmed bool                   // the batch timer is running
-	typingAt   map[string]int64       // per hot channel, the last typing let through
-	hotMemo    hotMemo
-	passiveN   int // passed-over events not yet added to the metric
-	passiveDry int // dry run: events that would have been
+	view        viewState
+	members     map[string]memberCount // per channel followed here
+	sumDue      []sumRef               // summaries pending
+	sumArmed    bool                   // the summary timer is running
+	batched     []*session             // sessions waiting for the hot batch
+	batchArmed  bool                   // the batch timer is running
+	typingAt    map[string]int64       // per hot channel, the last typing let through
+	hotMemo     hotMemo
+	passiveMemo hotMemo // mayBePassive's last answer
+	passiveN    int     // passed-over events not yet added to the metric
+	passiveDry  int     // dry run: events that would have been
 }
 
 // item is one inbox entry: an event for a topic, or a request to run.
@@ -148,15 +149,15 @@ func (p *partition) round(stop <-chan struct{}, tick <-chan time.Time) bool {
 	case <-stop:
 		return true
 	case it := <-p.inbox:
-		p.now = p.env.now().UnixNano()
+		p.startRound()
 		p.handle(it)
 		p.drain()
 	case <-p.asyncWake:
-		p.now = p.env.now().UnixNano()
+		p.startRound()
 		p.runAsync()
 		p.drain()
 	case <-tick:
-		p.now = p.env.now().UnixNano()
+		p.startRound()
 		p.sweep()
 	}
 	p.reap()
@@ -184,6 +185,14 @@ func (p *partition) drain() {
 		}
 	}
 	p.runAsync()
+}
+
+// startRound reads the clock for the round and forgets what was decided
+// once per round (view.go's memos, the live settings).
+func (p *partition) startRound() {
+	p.now = p.env.now().UnixNano()
+	p.hotMemo, p.passiveMemo = hotMemo{}, hotMemo{}
+	p.view.at = 0
 }
 
 func (p *partition) runAsync() {

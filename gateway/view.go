@@ -35,7 +35,7 @@ import (
 // viewState is a partition's copy of the live view and hot settings, read
 // at most once per round.
 type viewState struct {
-	at          int64 // p.now when read; 0: never
+	at          int64 // 1 once read this round (startRound clears it)
 	on          bool  // view-aware delivery changes delivery
 	dry         bool  // it only counts
 	minMembers  int64
@@ -51,9 +51,9 @@ const summaryTick = 250 * time.Millisecond
 
 func (p *partition) viewCfg() *viewState {
 	v := &p.view
-	if v.at != p.now || v.at == 0 {
+	if v.at == 0 {
 		c := p.env.live.LiveConfig()
-		v.at = p.now
+		v.at = 1
 		v.on = c.ViewEnabled && !c.ViewDryRun
 		v.dry = c.ViewEnabled && c.ViewDryRun
 		v.minMembers = int64(c.ViewMinMembers)
@@ -77,16 +77,17 @@ func (p *partition) hot(channelID string) bool {
 		return false
 	}
 	m := &p.hotMemo
-	if m.channelID != channelID || m.at != p.now {
-		m.channelID, m.at, m.on = channelID, p.now, p.env.hot.Hot(channelID)
+	if m.channelID != channelID || m.at == 0 {
+		m.channelID, m.at, m.on = channelID, 1, p.env.hot.Hot(channelID)
 	}
 	return m.on
 }
 
-// hotMemo is the last answer of the hot detector.
+// hotMemo is a per-round answer about one channel (the hot detector's,
+// or mayBePassive's), kept because a delivery asks it once per session.
 type hotMemo struct {
 	channelID string
-	at        int64
+	at        int64 // 1: set this round; startRound clears it
 	on        bool
 }
 
@@ -106,18 +107,30 @@ func (p *partition) publishView() {
 // summaries: a huge or hot channel (never a DM or group DM) that the
 // session does not have in focus. With dry run on it counts and says no.
 func (p *partition) passive(s *session, channelID string) bool {
-	v := p.viewCfg()
-	if (!v.on && !v.dry) || s.viewing[channelID] || strings.HasPrefix(channelID, parley.PrefixDM) {
+	if !p.mayBePassive(channelID) || s.viewing[channelID] {
 		return false
 	}
-	if p.members[channelID].n <= v.minMembers && !p.hot(channelID) {
-		return false
-	}
-	if v.dry {
+	if p.viewCfg().dry {
 		p.passiveDry++
 		return false
 	}
 	return true
+}
+
+// mayBePassive reports whether the channel is passive for the sessions
+// that do not have it in focus: view-aware delivery on (or in dry run), not
+// a DM, huge or hot. It is decided once per channel and round, not per
+// session (a delivery walks thousands).
+func (p *partition) mayBePassive(channelID string) bool {
+	m := &p.passiveMemo
+	if m.channelID == channelID && m.at != 0 {
+		return m.on
+	}
+	v := p.viewCfg()
+	on := (v.on || v.dry) && !strings.HasPrefix(channelID, parley.PrefixDM) &&
+		(p.members[channelID].n > v.minMembers || p.hot(channelID))
+	m.channelID, m.at, m.on = channelID, 1, on
+	return on
 }
 
 // memberCount is a partition's knowledge of a channel's member count: from
