@@ -66,7 +66,7 @@ func (s *Server) routes() []route {
 		r(get, "/workspaces/{ws}/channels", authed, "Browse the workspace's channels the caller can see", s.listChannels),
 		r(post, "/dms", authed, "Open (or find) a DM or group DM", s.openDM).in(TierCreate),
 		r(get, "/channels/{id}", authed, "One channel", s.getChannel),
-		r(patch, "/channels/{id}", authed, "Rename a channel or change its topic or purpose", s.updateChannel),
+		r(patch, "/channels/{id}", authed, "Rename a channel or change its topic, purpose, slow mode or post cap", s.updateChannel),
 		r(post, "/channels/{id}/archive", authed, "Archive a channel", s.archiveChannel),
 		r(post, "/channels/{id}/join", authed, "Join a public channel", s.joinChannel),
 		r(post, "/channels/{id}/leave", authed, "Leave a channel", s.leaveChannel),

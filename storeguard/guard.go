@@ -24,11 +24,15 @@ package storeguard
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -301,7 +305,26 @@ func call[T any](g *Guard, ctx context.Context, p Purpose, fn func(context.Conte
 		m.failures[p].Inc()
 	}
 	report(err)
+	if lost(err) {
+		// The connection to the database broke under the call: the
+		// database is unavailable, not the request wrong (503, not 500).
+		return v, &Unavailable{Reason: "connection", retry: time.Second,
+			err: parley.Errorf(parley.EUNAVAILABLE, "the database connection failed; try again shortly")}
+	}
 	return v, err
+}
+
+// lost reports whether err is a broken connection to the database (reset,
+// closed, refused, timed out at the network), as opposed to an error the
+// database answered with.
+func lost(err error) bool {
+	if err == nil || parley.ErrorCode(err) != parley.EINTERNAL || excluded(err) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
 }
 
 // retryAfter is what is left of the open period (at least a second).

@@ -1,0 +1,36 @@
+package storeguard
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+
+	"parley"
+)
+
+// TestLostConnection: a broken connection under a call is the database
+// being unavailable (503), an error the database answered with is not.
+func TestLostConnection(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{fmt.Errorf("list: %w", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}), true},
+		{fmt.Errorf("query: %w", io.ErrUnexpectedEOF), true},
+		{fmt.Errorf("exec: %w", driver.ErrBadConn), true},
+		{fmt.Errorf("write: %w", syscall.EPIPE), true},
+		{errors.New("syntax error at or near"), false},
+		{parley.Errorf(parley.ENOTFOUND, "channel not found"), false},
+		{fmt.Errorf("read: %w", context.Canceled), false},
+	} {
+		if got := lost(tc.err); got != tc.want {
+			t.Errorf("lost(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
