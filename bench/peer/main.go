@@ -91,6 +91,7 @@ func main() {
 	flag.DurationVar(&cfg.Drain, "drain", 20*time.Second, "longest wait for the last deliveries")
 	wire := flag.Bool("wire", false, "instead of the load: measure one delivered message's bytes on the wire from each server, with and without permessage-deflate (wire.go)")
 	corpus := flag.String("corpus", "gateway/testdata/corpus.txt", "-wire: the text's source (its first -size bytes)")
+	flag.StringVar(&cfg.ParleyLive, "parley-live", "", `live configuration set on Parley's server before its subscribers connect, as JSON, e.g. '{"hot_on_rate":5,"hot_off_rate":2}' for a hot round`)
 	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
 	verbose := flag.Bool("v", false, "log progress")
 	flag.Parse()

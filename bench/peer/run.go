@@ -37,6 +37,10 @@ type Config struct {
 	// rate, ascending, until a round fails the capacity criteria.
 	Ramp     []float64
 	P99Limit time.Duration // capacity criterion (0: 500 ms)
+	// ParleyLive is a live configuration patch (JSON) set on Parley's
+	// server before its subscribers connect, e.g. a hot-channel threshold
+	// below the round's rate ("" leaves the defaults).
+	ParleyLive string
 	Log      *slog.Logger
 	// nullExe is the executable run as the null server (default: this
 	// one, with nullServerEnv set).

@@ -32,6 +32,12 @@ func newParleyTarget(ctx context.Context, cfg Config, dir string, n int, eng *be
 	if err != nil {
 		return nil, err
 	}
+	if cfg.ParleyLive != "" {
+		if err := srv.SetLive(ctx, cfg.ParleyLive); err != nil {
+			srv.Stop()
+			return nil, err
+		}
+	}
 	return &parleyTarget{
 		srv: srv, seed: seed, eng: eng,
 		wsURL:   "ws://" + strings.TrimPrefix(srv.URL, "http://") + "/api/v1/gateway",
