@@ -72,6 +72,21 @@ func (p Purpose) limit(c *parley.StoreGuardConfig) int {
 	return c.StoreGuardReads
 }
 
+// heavy reports whether p's calls are heavy reads whose latency grows with
+// what they read (a workspace's boot, a search), not only with the
+// database's health: they may wait longer for a slot, and count as slow
+// only past heavySlow times the slow-call threshold, so that a connect
+// storm (thousands of boots at once on a busy node) is queued and served
+// rather than taken for a failing database.
+func (p Purpose) heavy() bool { return p == Boot || p == Search }
+
+// heavyWait and heavySlow scale the wait for a slot and the slow-call
+// threshold of heavy calls (defaults: 500 ms and 2 s).
+const (
+	heavyWait = 25
+	heavySlow = 4
+)
+
 // Config is what New needs. Store and Live are required.
 type Config struct {
 	Store parley.Store
@@ -250,6 +265,10 @@ func call[T any](g *Guard, ctx context.Context, p Purpose, fn func(context.Conte
 	m := g.metrics
 	bh := &g.bulkhead[p]
 	wait := time.Duration(c.StoreGuardWaitMs) * time.Millisecond
+	slowAfter := time.Duration(c.StoreGuardSlowCallMs) * time.Millisecond
+	if p.heavy() {
+		wait, slowAfter = wait*heavyWait, slowAfter*heavySlow
+	}
 	if !bh.acquire(ctx, p.limit(c), wait) {
 		if !c.StoreGuardDryRun {
 			m.failedFast.WithLabelValues(p.String(), "bulkhead").Inc()
@@ -285,7 +304,7 @@ func call[T any](g *Guard, ctx context.Context, p Purpose, fn func(context.Conte
 			done(err)
 		}
 	}
-	slow := time.AfterFunc(time.Duration(c.StoreGuardSlowCallMs)*time.Millisecond, func() {
+	slow := time.AfterFunc(slowAfter, func() {
 		if once.Load() {
 			return
 		}
