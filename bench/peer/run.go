@@ -41,7 +41,7 @@ type Config struct {
 	// server before its subscribers connect, e.g. a hot-channel threshold
 	// below the round's rate ("" leaves the defaults).
 	ParleyLive string
-	Log      *slog.Logger
+	Log        *slog.Logger
 	// nullExe is the executable run as the null server (default: this
 	// one, with nullServerEnv set).
 	nullExe string
