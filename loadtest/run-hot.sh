@@ -21,48 +21,15 @@
 set -eu
 bin=${PARLEY:-bin/parley}
 port=${PORT:-18181}
-aport=${ADMIN_PORT:-18191}
+admin=127.0.0.1:${ADMIN_PORT:-18191}
 out=${OUT:-out/loadtest/hot}
 users=${1:-5000}
 channels=${2:-100}
 [ $# -ge 2 ] && shift 2 || shift $#
-dir=$(mktemp -d)
-pid=
-db=
-store="--data $dir"
-if [ -n "${PG:-}" ]; then
-	db=parley_hot_$(date +%s)_$$
-	psql "$PG/postgres" -qc "CREATE DATABASE $db" >/dev/null
-	store="--db $PG/$db?sslmode=disable"
-fi
-cleanup() {
-	if [ -n "$pid" ]; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	if [ -n "$db" ]; then
-		psql "$PG/postgres" -qc "DROP DATABASE IF EXISTS $db" >/dev/null || true
-	fi
-	rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
-ulimit -n "$(ulimit -Hn)"
-# shellcheck disable=SC2086 # $store is two words
-"$bin" seed $store --users "$users" --channels "$channels" --out "$dir/seed.json" --log-level warn
-# shellcheck disable=SC2086
-"$bin" serve $store --listen "127.0.0.1:$port" --admin "127.0.0.1:$aport" --identify-rate 10000000 --rate-message-ip off --rate-write-ip off --rate-create-ip off --rate-search-ip off --rate-signup-ip off --log-level warn >"$dir/serve.log" 2>&1 &
-pid=$!
-i=0
-until grep -q "Parley is running at" "$dir/serve.log" 2>/dev/null; do
-	i=$((i + 1))
-	if [ "$i" -gt 300 ] || ! kill -0 "$pid" 2>/dev/null; then
-		echo "run-hot: the server did not start:" >&2
-		cat "$dir/serve.log" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-cfg() { "$bin" config --admin "127.0.0.1:$aport" set "$@" >/dev/null; }
+name=run-hot
+# shellcheck source=loadtest/seeded-server.sh
+. "$(dirname "$0")/seeded-server.sh"
+cfg() { "$bin" config --admin "$admin" set "$@" >/dev/null; }
 run() {
 	name=$1
 	shift

@@ -30,42 +30,9 @@ fi
 users=$1
 channels=$2
 shift 2
-dir=$(mktemp -d)
-pid=
-db=
-store="--data $dir"
-if [ -n "${PG:-}" ]; then
-	db=parley_lt_$(date +%s)_$$
-	psql "$PG/postgres" -qc "CREATE DATABASE $db" >/dev/null
-	store="--db $PG/$db?sslmode=disable"
-fi
-cleanup() {
-	if [ -n "$pid" ]; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
-	if [ -n "$db" ]; then
-		psql "$PG/postgres" -qc "DROP DATABASE IF EXISTS $db" >/dev/null || true
-	fi
-	rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
-ulimit -n "$(ulimit -Hn)"
-# shellcheck disable=SC2086 # $store is two words
-"$bin" seed $store --users "$users" --channels "$channels" --out "$dir/seed.json" --log-level warn
-# shellcheck disable=SC2086
-"$bin" serve $store --listen "127.0.0.1:$port" --admin "$admin" --identify-rate 10000000 --rate-message-ip off --rate-write-ip off --rate-create-ip off --rate-search-ip off --rate-signup-ip off --log-level warn >"$dir/serve.log" 2>&1 &
-pid=$!
-i=0
-until grep -q "Parley is running at" "$dir/serve.log" 2>/dev/null; do
-	i=$((i + 1))
-	if [ "$i" -gt 300 ] || ! kill -0 "$pid" 2>/dev/null; then
-		echo "run-seeded: the server did not start:" >&2
-		cat "$dir/serve.log" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
+name=run-seeded
+# shellcheck source=loadtest/seeded-server.sh
+. "$(dirname "$0")/seeded-server.sh"
 if [ -n "${CONFIG:-}" ]; then
 	# shellcheck disable=SC2086 # CONFIG is several key=value words
 	"$bin" config --admin "$admin" set $CONFIG >/dev/null
