@@ -1,7 +1,6 @@
 package liveconfig
 
 import (
-	"encoding/json"
 	"testing"
 
 	"parley"
@@ -9,10 +8,7 @@ import (
 
 func TestHotPatch(t *testing.T) {
 	base := parley.DefaultLiveConfig()
-	for _, tc := range []struct {
-		patch string
-		ok    bool
-	}{
+	checkPatches(t, base, []patchCase{
 		{`{"hot_on_rate": 50, "hot_off_rate": 25}`, true},
 		{`{"hot_off_rate": 20}`, false}, // not below the default on rate 20
 		{`{"hot_on_rate": 0}`, false},
@@ -24,31 +20,5 @@ func TestHotPatch(t *testing.T) {
 		{`{"view_min_members": -1}`, false},
 		{`{"view_replay_max": 10001}`, false},
 		{`{"view_enabled": false, "view_dry_run": true, "hot_dry_run": true}`, true},
-	} {
-		var p Patch
-		if err := json.Unmarshal([]byte(tc.patch), &p); err != nil {
-			t.Fatal(err)
-		}
-		c, err := p.Apply(base)
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: err %v, want ok %v", tc.patch, err, tc.ok)
-			continue
-		}
-		if err != nil {
-			if parley.ErrorCode(err) != parley.EINVALID {
-				t.Errorf("%s: code %s, want %s", tc.patch, parley.ErrorCode(err), parley.EINVALID)
-			}
-			continue
-		}
-		out, _ := json.Marshal(c)
-		var got map[string]any
-		json.Unmarshal(out, &got)
-		var want map[string]any
-		json.Unmarshal([]byte(tc.patch), &want)
-		for k, v := range want {
-			if got[k] != v {
-				t.Errorf("%s: %s = %v, want %v", tc.patch, k, got[k], v)
-			}
-		}
-	}
+	})
 }

@@ -20,11 +20,9 @@ func (p JoinPatch) apply(c *parley.LiveConfig) error {
 	setBool(p.JoinLimitDryRun, &c.JoinLimitDryRun)
 	setBool(p.SlowModeEnabled, &c.SlowModeEnabled)
 	setBool(p.SlowModeDryRun, &c.SlowModeDryRun)
-	if err := setInt("join_rate_channel_node", p.JoinRateChannelNode, &c.JoinRateChannelNode, 0, parley.MaxJoinRate); err != nil {
-		return err
-	}
-	if err := setInt("join_rate_channel_cluster", p.JoinRateChannelCluster, &c.JoinRateChannelCluster, 0, parley.MaxJoinRate); err != nil {
-		return err
-	}
-	return setInt("join_burst", p.JoinBurst, &c.JoinBurst, 1, parley.MaxJoinBurst)
+	return setInts([]intKey{
+		{"join_rate_channel_node", p.JoinRateChannelNode, &c.JoinRateChannelNode, 0, parley.MaxJoinRate},
+		{"join_rate_channel_cluster", p.JoinRateChannelCluster, &c.JoinRateChannelCluster, 0, parley.MaxJoinRate},
+		{"join_burst", p.JoinBurst, &c.JoinBurst, 1, parley.MaxJoinBurst},
+	})
 }

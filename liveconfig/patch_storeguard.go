@@ -25,12 +25,7 @@ type StoreGuardPatch struct {
 func (p StoreGuardPatch) apply(c *parley.LiveConfig) error {
 	setBool(p.StoreGuardEnabled, &c.StoreGuardEnabled)
 	setBool(p.StoreGuardDryRun, &c.StoreGuardDryRun)
-	for _, f := range []struct {
-		key    string
-		from   *int
-		to     *int
-		lo, hi int
-	}{
+	return setInts([]intKey{
 		{"store_guard_writes", p.StoreGuardWrites, &c.StoreGuardWrites, 1, parley.MaxStoreGuardBulkhead},
 		{"store_guard_history", p.StoreGuardHistory, &c.StoreGuardHistory, 1, parley.MaxStoreGuardBulkhead},
 		{"store_guard_search", p.StoreGuardSearch, &c.StoreGuardSearch, 1, parley.MaxStoreGuardBulkhead},
@@ -43,10 +38,5 @@ func (p StoreGuardPatch) apply(c *parley.LiveConfig) error {
 		{"store_guard_slow_call_ms", p.StoreGuardSlowCallMs, &c.StoreGuardSlowCallMs, 1, parley.MaxStoreGuardSlowCallMs},
 		{"store_guard_window_seconds", p.StoreGuardWindowSeconds, &c.StoreGuardWindowSeconds, 1, parley.MaxStoreGuardWindowSeconds},
 		{"store_guard_open_seconds", p.StoreGuardOpenSeconds, &c.StoreGuardOpenSeconds, 1, parley.MaxStoreGuardOpenSeconds},
-	} {
-		if err := setInt(f.key, f.from, f.to, f.lo, f.hi); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
