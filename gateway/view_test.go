@@ -149,6 +149,21 @@ func TestPassiveChannelGetsSummaries(t *testing.T) {
 	gapFree(t, channelStream(t, cc, general.ID), start)
 }
 
+// waitPosition waits until the session's position in the channel (what it
+// was given or passed over) is seq.
+func (e *env) waitPosition(sessionID, channelID string, seq int64) {
+	e.t.Helper()
+	waitUntil(e.t, fmt.Sprintf("position %d in %s", seq, channelID), func() bool {
+		var last int64
+		e.onSession(sessionID, func(_ *partition, s *session) {
+			if cp := s.chans[channelID]; cp != nil {
+				last = cp.last
+			}
+		})
+		return last == seq
+	})
+}
+
 // TestFocusReplaysPassedOver: what a session passed over since its last
 // summary is replayed, in order, when it brings the channel into focus; more
 // than view_replay_max is summarized instead.
@@ -172,11 +187,7 @@ func TestFocusReplaysPassedOver(t *testing.T) {
 	for i := range 3 {
 		want = append(want, e.post(a, general, fmt.Sprintf("passed over %d", i)).Seq)
 	}
-	waitUntil(t, "bob's position past the three", func() bool {
-		var last int64
-		e.onSession(rb.SessionID, func(_ *partition, s *session) { last = s.chans[general.ID].last })
-		return last == want[2]
-	})
+	e.waitPosition(rb.SessionID, general.ID, want[2])
 	cb.send(map[string]any{"op": "focus", "channel_ids": []string{general.ID}})
 	got := cb.waitEvents(parley.EventMessageCreated, 3)
 	for i, f := range got {
@@ -198,11 +209,7 @@ func TestFocusReplaysPassedOver(t *testing.T) {
 	for i := range 5 {
 		many = append(many, e.post(a, general, fmt.Sprintf("many %d", i)).Seq)
 	}
-	waitUntil(t, "bob's position past the five", func() bool {
-		var last int64
-		e.onSession(rb.SessionID, func(_ *partition, s *session) { last = s.chans[general.ID].last })
-		return last == many[4]
-	})
+	e.waitPosition(rb.SessionID, general.ID, many[4])
 	cb.send(map[string]any{"op": "focus", "channel_ids": []string{general.ID}})
 	cb.waitFor("a summary up to the fifth", func() bool {
 		for _, f := range cb.frames {
