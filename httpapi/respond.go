@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"parley"
+	"parley/storeguard"
 )
 
 // statusByCode is the one table from error codes to HTTP statuses.
@@ -60,6 +61,14 @@ func (s *Server) writeError(w *statusWriter, r *http.Request, err error) {
 		err = parley.Errorf(parley.ETOOLARGE, "request body is larger than %d bytes", MaxBodyBytes)
 	}
 	code := parley.ErrorCode(err)
+	if code == parley.EINTERNAL && storeguard.Lost(err) {
+		// A broken database connection, met while the store guard is off
+		// (it maps these itself when on): the database is unavailable,
+		// not the request wrong.
+		s.log.Warn("database connection failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		err = parley.Errorf(parley.EUNAVAILABLE, "the database connection failed; try again shortly")
+		code = parley.EUNAVAILABLE
+	}
 	status := StatusOf(code)
 	if code == parley.EINTERNAL || status == http.StatusInternalServerError {
 		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)

@@ -324,7 +324,7 @@ func call[T any](g *Guard, ctx context.Context, p Purpose, fn func(context.Conte
 		m.failures[p].Inc()
 	}
 	report(err)
-	if lost(err) {
+	if Lost(err) {
 		// The connection to the database broke under the call: the
 		// database is unavailable, not the request wrong (503, not 500).
 		return v, &Unavailable{Reason: "connection", retry: time.Second,
@@ -333,10 +333,12 @@ func call[T any](g *Guard, ctx context.Context, p Purpose, fn func(context.Conte
 	return v, err
 }
 
-// lost reports whether err is a broken connection to the database (reset,
+// Lost reports whether err is a broken connection to the database (reset,
 // closed, refused, timed out at the network), as opposed to an error the
-// database answered with.
-func lost(err error) bool {
+// database answered with. The guard turns such an error into a 503 under
+// its calls; the HTTP layer does the same for calls made while the guard
+// is off.
+func Lost(err error) bool {
 	if err == nil || parley.ErrorCode(err) != parley.EINTERNAL || excluded(err) {
 		return false
 	}

@@ -29,8 +29,8 @@ func TestLostConnection(t *testing.T) {
 		{parley.Errorf(parley.ENOTFOUND, "channel not found"), false},
 		{fmt.Errorf("read: %w", context.Canceled), false},
 	} {
-		if got := lost(tc.err); got != tc.want {
-			t.Errorf("lost(%v) = %v, want %v", tc.err, got, tc.want)
+		if got := Lost(tc.err); got != tc.want {
+			t.Errorf("Lost(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }

@@ -287,3 +287,38 @@ func TestStoreGuardFaultyPostgres(t *testing.T) {
 		})
 	}
 }
+
+// TestLostConnectionWithGuardOff: with the store guard switched off, a
+// broken database connection still answers 503 with Retry-After (the
+// database is unavailable, not the request wrong), never 500, and the node
+// serves again once the connection heals.
+func TestLostConnectionWithGuardOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault injection against PostgreSQL")
+	}
+	g := startGuardNode(t, liveconfig.StoreGuardPatch{StoreGuardEnabled: ptr(false)})
+	alice, _ := g.login(t, "alice@demo.parley.dev")
+	if st, _, raw, err := g.call("GET", "/workspaces", alice, nil); err != nil || st != 200 {
+		t.Fatalf("GET /workspaces: %d %s %v", st, raw, err)
+	}
+	g.proxy.ResetAll()
+	var st int
+	var retry string
+	var raw []byte
+	waitCond(t, "a request to meet the broken connection", 30*time.Second, func() bool {
+		var err error
+		st, retry, raw, err = g.call("GET", "/workspaces", alice, nil)
+		if err != nil {
+			t.Fatalf("GET /workspaces during resets: %v", err)
+		}
+		return st != 200
+	})
+	if st != http.StatusServiceUnavailable || retry == "" || !strings.Contains(string(raw), `"unavailable"`) {
+		t.Fatalf("GET /workspaces with the connection reset: %d Retry-After %q %s, want 503 unavailable with Retry-After", st, retry, raw)
+	}
+	g.proxy.Heal()
+	waitCond(t, "the API to recover", 60*time.Second, func() bool {
+		st, _, _, _ := g.call("GET", "/workspaces", alice, nil)
+		return st == 200
+	})
+}
