@@ -9,13 +9,14 @@ describe('dmTitle', () => {
 		expect(dmTitle(['A', 'B'], 'A', nameOf)).toBe('Bob Okafor');
 	});
 
-	it('names a group DM after its other members, in member order, without the user', () => {
+	it('names a group DM after its other members, by name, without the user', () => {
 		expect(dmTitle(['A', 'B', 'C', 'D'], 'A', nameOf)).toBe('Bob Okafor, Carol Lindqvist, Dan Wu');
-		expect(dmTitle(['B', 'A', 'C'], 'C', nameOf)).toBe('Bob Okafor, Alice Moreau');
+		expect(dmTitle(['D', 'C', 'A', 'B'], 'A', nameOf)).toBe('Bob Okafor, Carol Lindqvist, Dan Wu');
+		expect(dmTitle(['B', 'A', 'C'], 'C', nameOf)).toBe('Alice Moreau, Bob Okafor');
 	});
 
 	it('marks people not resolved yet', () => {
-		expect(dmTitle(['A', 'B', 'X'], 'A', nameOf)).toBe('Bob Okafor, …');
+		expect(dmTitle(['A', 'X', 'B'], 'A', nameOf)).toBe('Bob Okafor, …');
 	});
 
 	it('names the DM with oneself', () => {

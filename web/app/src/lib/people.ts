@@ -11,13 +11,16 @@ export function dmOthers(memberIds: readonly string[] | undefined, selfId: strin
 }
 
 /**
- * A DM's or group DM's title from its members' names: "Alice, Bob, Carol"
- * (first names when several people share it would be ambiguous, so full
- * names). Users not resolved yet read "…"; the DM with oneself gets " (you)".
+ * A DM's or group DM's title from its other members' full names, sorted:
+ * "Alice Moreau, Bob Okafor, Carol Lindqvist". Users not resolved yet read
+ * "…"; the DM with oneself gets " (you)".
  */
 export function dmTitle(memberIds: readonly string[] | undefined, selfId: string, nameOf: (id: string) => string | undefined): string {
 	const others = dmOthers(memberIds, selfId);
-	const names = others.map((id) => nameOf(id) ?? '…');
-	if (others.length === 1 && others[0] === selfId) return `${names[0]} (you)`;
-	return names.join(', ');
+	const names = others.map((id) => nameOf(id));
+	if (others.length === 1 && others[0] === selfId) return `${names[0] ?? '…'} (you)`;
+	// By name, so that every member's list reads in the same order (the
+	// server lists members by id); those not resolved yet go last.
+	const known = names.filter((n): n is string => n !== undefined).sort((a, b) => a.localeCompare(b));
+	return [...known, ...names.filter((n) => n === undefined).map(() => '…')].join(', ');
 }
