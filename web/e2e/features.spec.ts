@@ -82,7 +82,13 @@ async function send(page: Page, text: string) {
 	await expect(message(page, text)).not.toHaveAttribute('data-message-id', /^local:/);
 }
 
-test('pins, rename and archive reach the other browser live; the menu offers what the server allows; leaving', async ({ alice, bob, server, newUser }) => {
+test('pins, rename and archive reach the other browser live; the menu offers what the server allows; leaving', async ({
+	alice,
+	bob,
+	server,
+	newUser,
+	shot,
+}) => {
 	const problems = [alice, bob].map(watchPage);
 	const calls = [alice, bob].map(countRequests);
 	const t = await team(server, newUser);
@@ -113,6 +119,7 @@ test('pins, rename and archive reach the other browser live; the menu offers wha
 	await message(alice, 'Budget is 40k').getByTestId('action-pin').click();
 	await expect(bob.getByTestId('pin-item')).toHaveCount(2);
 	await expect(bob.getByTestId('pins-button')).toHaveAttribute('data-count', '2');
+	await shot(bob, 'features-pins');
 	// Unpinning from the list takes it away for both.
 	await bob.getByTestId('pin-item').filter({ hasText: 'Budget' }).locator('..').getByTestId('pin-remove').click();
 	await expect(bob.getByTestId('pin-item')).toHaveCount(1);
@@ -125,6 +132,7 @@ test('pins, rename and archive reach the other browser live; the menu offers wha
 	await expect(bob.getByTestId('menu-leave')).toBeVisible();
 	await expect(bob.getByTestId('menu-channel-settings')).toHaveText(/Edit topic and purpose/);
 	await expect(bob.getByTestId('menu-archive')).toHaveCount(0);
+	await shot(bob, 'features-channel-menu-member');
 	await bob.keyboard.press('Escape');
 
 	// ---- Rename: the server's refusal shows; then Alice's rename reaches Bob ----
@@ -133,6 +141,7 @@ test('pins, rename and archive reach the other browser live; the menu offers wha
 	await alice.getByTestId('channel-rename-input').fill('general');
 	await alice.getByTestId('channel-settings-save').click();
 	await expect(alice.getByTestId('channel-settings-error')).toContainText(/already exists/);
+	await shot(alice, 'features-channel-settings');
 	await alice.getByTestId('channel-rename-input').fill('ops-room');
 	await alice.getByTestId('channel-purpose-input').fill('Launch operations');
 	await alice.getByTestId('channel-settings-save').click();
@@ -148,8 +157,9 @@ test('pins, rename and archive reach the other browser live; the menu offers wha
 		await expect(p.getByTestId('archived-banner')).toBeVisible();
 		await expect(p.getByTestId('composer')).toHaveCount(0);
 	}
+	await shot(bob, 'features-archived');
 	await message(bob, 'Ship it on Friday').hover();
-	await expect(message(bob, 'Ship it on Friday').getByTestId('action-unpin')).toHaveCount(0);
+	await expect(message(bob, 'Ship it on Friday').getByRole('toolbar', { name: 'Message actions' })).toHaveCount(0);
 
 	// ---- Leave: Bob leaves the archived channel; Alice sees one member ----
 	await bob.getByTestId('channel-menu').click();
@@ -169,6 +179,7 @@ test('a group DM of three is named from its members; a status with an expiry sho
 	bob,
 	server,
 	newUser,
+	shot,
 }) => {
 	const problems = [alice, bob].map(watchPage);
 	const t = await team(server, newUser);
@@ -185,6 +196,7 @@ test('a group DM of three is named from its members; a status with an expiry sho
 	await expect(alice.getByTestId('dm-people-option')).toHaveText(/Carol Lindqvist/);
 	await box.press('Enter');
 	await expect(alice.getByTestId('dm-chip')).toHaveCount(2);
+	await shot(alice, 'features-new-message');
 	// Backspace in the empty box takes the last chip; add her again.
 	await box.press('Backspace');
 	await expect(alice.getByTestId('dm-chip')).toHaveCount(1);
@@ -209,11 +221,13 @@ test('a group DM of three is named from its members; a status with an expiry sho
 	await bob.getByTestId('status-emoji').click();
 	await bob.getByTestId('status-emoji-spiral_calendar_pad').click();
 	await bob.getByTestId('status-expiry').selectOption('1h');
+	await shot(bob, 'features-status-dialog');
 	await bob.getByTestId('status-save').click();
 	await expect(bob.getByTestId('status-dialog')).toHaveCount(0);
 	await bob.getByTestId('profile-menu').click();
 	await expect(bob.getByTestId('menu-status-text')).toContainText('In a meeting');
 	await expect(bob.getByTestId('menu-status-text')).toContainText('Until');
+	await shot(bob, 'features-profile-menu');
 	await bob.keyboard.press('Escape');
 	await send(bob, 'On my way');
 
@@ -223,6 +237,7 @@ test('a group DM of three is named from its members; a status with an expiry sho
 	await bobsRow.getByTestId('message-author').click();
 	await expect(alice.getByTestId('profile-status')).toContainText('In a meeting');
 	await expect(alice.getByTestId('profile-status-until')).toContainText('Until');
+	await shot(alice, 'features-status-seen');
 
 	// ---- A status that runs out disappears by itself (the server sends nothing then) ----
 	await expect.poll(aliceView).toContain(t.bob.id);
