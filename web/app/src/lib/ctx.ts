@@ -45,6 +45,10 @@ export const rowContext: RowContext = {
 	pin(m: Message, pinned: boolean) {
 		app.session?.pin(m.id, pinned).catch(report);
 	},
+	get canPin() {
+		const id = app.s?.activeChannelId;
+		return !!(id && app.s?.channelsById[id]?.is_member);
+	},
 	get readOnly() {
 		const id = app.s?.activeChannelId;
 		return !!(id && app.s?.channelsById[id]?.archived_at);

@@ -20,6 +20,8 @@ export interface RowContext {
 	pin?(m: Message, pinned: boolean): void;
 	/** The channel is archived: rows offer no actions that write. */
 	readOnly?: boolean;
+	/** The user may pin in the channel on screen (members; previews may not). */
+	canPin?: boolean;
 	/** Epoch ms for hiding statuses that ran out (reactive where the app provides it). */
 	now?: number;
 }
