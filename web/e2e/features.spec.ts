@@ -247,5 +247,17 @@ test('a group DM of three is named from its members; a status with an expiry sho
 	await expect(bobsRow.getByTestId('author-status')).toHaveCount(0, { timeout: 10_000 });
 	await expect(alice.getByTestId('profile-status')).toHaveCount(0);
 
+	// ---- Bob edits his profile: Alice's open profile of him follows ----
+	await bob.getByTestId('profile-menu').click();
+	await bob.getByTestId('menu-edit-profile').click();
+	await bob.getByTestId('profile-name-input').fill('Bob O. Okafor');
+	await bob.getByTestId('profile-title-input').fill('Launch lead');
+	await bob.getByTestId('profile-save').click();
+	await expect(bob.getByTestId('edit-profile-dialog')).toHaveCount(0);
+	await expect(bob.getByTestId('profile-menu')).toBeVisible();
+	await expect(alice.getByTestId('profile-name')).toHaveText('Bob O. Okafor');
+	await expect(alice.getByTestId('profile-handle')).toContainText('Launch lead');
+	await expect(alice.getByTestId('channel-title')).toHaveText('Bob O. Okafor, Carol Lindqvist');
+
 	expect(problems.flat()).toEqual([]);
 });
