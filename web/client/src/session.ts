@@ -465,6 +465,23 @@ export class Session {
 		return this.channels.openDM(userIds);
 	}
 
+	/**
+	 * Rename a channel or change its topic or purpose. The answer updates the
+	 * channel at once (its channel.updated event says the same later).
+	 */
+	async updateChannel(channelId: string, p: { name?: string; topic?: string; purpose?: string }): Promise<ChannelView | undefined> {
+		const c = await this.api.updateChannel(channelId, p);
+		this.channels.patch(channelId, { name: c.name, topic: c.topic, purpose: c.purpose, archived_at: c.archived_at, member_count: c.member_count });
+		return this.s.channelsById[channelId];
+	}
+
+	/** Archive a channel: it stays readable, and nothing more can be written into it. */
+	async archiveChannel(channelId: string): Promise<ChannelView | undefined> {
+		const c = await this.api.archiveChannel(channelId);
+		this.channels.patch(channelId, { archived_at: c.archived_at ?? new Date().toISOString() });
+		return this.s.channelsById[channelId];
+	}
+
 	// ---- messages -------------------------------------------------------
 
 	/**
@@ -504,6 +521,32 @@ export class Session {
 
 	unreact(messageId: string, emoji: string): Promise<void> {
 		return this.windows.unreact(messageId, emoji);
+	}
+
+	/** Pin or unpin a message; every loaded copy shows it at once (pin.added / pin.removed follow). */
+	async pin(messageId: string, pinned: boolean): Promise<Message> {
+		const m = pinned ? await this.api.pin(messageId) : await this.api.unpin(messageId);
+		this.windows.map(messageId, (x) => ({ ...x, pinned }));
+		return m;
+	}
+
+	// ---- the user's own profile and status ------------------------------
+
+	/** Change the user's own name or title; the answer is the new self. */
+	async updateProfile(p: { name?: string; title?: string }): Promise<User> {
+		return this.ownUser(await this.api.updateMe(p));
+	}
+
+	/** Set the user's custom status (emoji and text both empty: clear it); expiresAt is an RFC 3339 time. */
+	async setStatus(emoji: string, text: string, expiresAt?: string): Promise<User> {
+		return this.ownUser(await this.api.setStatus({ emoji, text, ...(expiresAt ? { expires_at: expiresAt } : {}) }));
+	}
+
+	private ownUser(u: User): User {
+		this.users.add([u]);
+		const self = this.s.self;
+		if (self && self.id === u.id) this.set({ self: { ...u, email: u.email ?? self.email } });
+		return u;
 	}
 
 	/** Say the user is typing (throttled to one op per 3 s per channel or thread). */

@@ -250,4 +250,56 @@ describe('Session against a real server', () => {
 			bob.stop();
 		}
 	}, 120_000);
+
+	it('pins, renames and archives live for the other member; sets the own profile and status', async () => {
+		const { alice, bobAuth, ws } = await twoUsers();
+		const bobApi = new Api({ baseUrl: server.url, token: bobAuth.token });
+		const ch = await alice.createChannel(ws.id, { name: 'ops', kind: 'public' });
+		await bobApi.joinChannel(ch.id);
+		const m = await bobApi.postMessage(ch.id, { text: 'pin me', client_msg_id: 'p1' });
+		const aliceS = newSession(alice);
+		const bob = newSession(bobApi);
+		try {
+			await Promise.all([aliceS.start(ws.id), bob.start(ws.id)]);
+			await Promise.all([aliceS.openChannel(ch.id), bob.openChannel(ch.id)]);
+			await until(bob, (s) => s.status === 'ready' && !!s.messages[ch.id]?.loaded, 'bob ready');
+			await until(aliceS, (s) => s.status === 'ready', 'alice ready');
+
+			// Alice pins: her copy at once, Bob's by pin.added; and back.
+			await aliceS.pin(m.id, true);
+			expect(aliceS.state.messages[ch.id].messages.find((x) => x.id === m.id)?.pinned).toBe(true);
+			await until(bob, (s) => !!s.messages[ch.id].messages.find((x) => x.id === m.id)?.pinned, 'pinned for bob');
+			expect((await bobApi.listPins(ch.id)).messages.map((x) => x.id)).toEqual([m.id]);
+			await aliceS.pin(m.id, false);
+			await until(bob, (s) => s.messages[ch.id].messages.find((x) => x.id === m.id)?.pinned === false, 'unpinned for bob');
+
+			// Only the creator (or an admin) renames; a member's try is refused.
+			await expect(bob.updateChannel(ch.id, { name: 'bobs' })).rejects.toMatchObject({ status: 403 });
+			await aliceS.updateChannel(ch.id, { name: 'ops-room', purpose: 'Launch operations' });
+			expect(aliceS.state.channelsById[ch.id].name).toBe('ops-room');
+			await until(bob, (s) => s.channelsById[ch.id]?.name === 'ops-room', 'renamed for bob');
+			expect(bob.state.channels.map((c) => c.name)).toContain('ops-room');
+
+			await expect(bob.archiveChannel(ch.id)).rejects.toMatchObject({ status: 403 });
+			await aliceS.archiveChannel(ch.id);
+			expect(aliceS.state.channelsById[ch.id].archived_at).toBeTruthy();
+			await until(bob, (s) => !!s.channelsById[ch.id]?.archived_at, 'archived for bob');
+			await expect(bobApi.postMessage(ch.id, { text: 'too late', client_msg_id: 'p2' })).rejects.toMatchObject({ status: 409 });
+
+			// The own profile and status: the answer updates self and the cache.
+			const until1h = new Date(Date.now() + 3600_000).toISOString();
+			await bob.setStatus('bus', 'Commuting', until1h);
+			expect(bob.state.self?.status).toMatchObject({ emoji: 'bus', text: 'Commuting' });
+			expect(Date.parse(bob.state.self!.status!.expires_at!)).toBe(Date.parse(until1h));
+			expect(bob.state.users[bob.state.self!.id].status?.text).toBe('Commuting');
+			await bob.updateProfile({ title: 'Launch lead' });
+			expect(bob.state.self?.title).toBe('Launch lead');
+			expect(bob.state.self?.status?.text).toBe('Commuting');
+			await bob.setStatus('', '');
+			expect(bob.state.self?.status).toBeUndefined();
+		} finally {
+			aliceS.stop();
+			bob.stop();
+		}
+	}, 60_000);
 });

@@ -16,8 +16,10 @@ const CHANNEL_KEY = 'parley.channel.';
 
 export type Screen = 'loading' | 'auth' | 'workspaces' | 'chat';
 export type View = 'channel' | 'threads' | 'directory' | 'search' | 'browse';
-export type Panel = { kind: 'thread'; rootId: string } | { kind: 'members' } | { kind: 'profile'; userId: string } | null;
-export type Dialog = 'switcher' | 'invite' | 'create-channel' | null;
+export type Panel = { kind: 'thread'; rootId: string } | { kind: 'members' } | { kind: 'profile'; userId: string } | { kind: 'pins' } | null;
+export type Dialog = 'switcher' | 'invite' | 'create-channel' | FeatureDialog | null;
+/** The dialogs of pins, group DMs, channel settings and the profile menu. */
+export type FeatureDialog = 'new-message' | 'channel-settings' | 'edit-profile' | 'set-status' | 'preferences';
 
 function store(): Storage | undefined {
 	try {
@@ -197,15 +199,20 @@ class App {
 		if (!session) return;
 		this.view = 'channel';
 		this.focusMessageId = focusMessageId;
-		if (this.panel?.kind === 'members' && this.s?.activeChannelId !== channelId) this.panel = null;
+		if ((this.panel?.kind === 'members' || this.panel?.kind === 'pins') && this.s?.activeChannelId !== channelId) this.panel = null;
 		if (this.s?.workspace) store()?.setItem(CHANNEL_KEY + this.s.workspace.id, channelId);
 		await session.openChannel(channelId);
 	}
 
 	async openDM(userId: string): Promise<void> {
+		await this.openConversation([userId]);
+	}
+
+	/** Open (or create) the DM or group DM with these people (the user is implied). */
+	async openConversation(userIds: string[]): Promise<void> {
 		const session = this.session;
 		if (!session) return;
-		const c = await session.openDM([userId]);
+		const c = await session.openDM(userIds);
 		await this.openChannel(c.id);
 	}
 
@@ -302,6 +309,11 @@ class App {
 
 	async addMember(channelId: string, userId: string): Promise<void> {
 		await this.sessionApi().addMembers(channelId, [userId]);
+	}
+
+	/** The full channel (with created_by), for what the channel menu offers. */
+	channelDetails(channelId: string) {
+		return this.sessionApi().getChannel(channelId);
 	}
 
 	async setTopic(channelId: string, topic: string): Promise<void> {

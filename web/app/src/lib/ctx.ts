@@ -1,6 +1,7 @@
 // The RowContext that message rows use, backed by the app and its session.
 import type { Message } from '@parley/client';
 import { app } from './app.svelte';
+import { clock } from './clock.svelte';
 import type { RowContext, ViewMessage } from './view';
 
 function report(e: unknown) {
@@ -41,4 +42,18 @@ export const rowContext: RowContext = {
 	},
 	retry: (m: ViewMessage) => void app.session?.resend(m).catch(report),
 	openProfile: (userId) => (app.panel = { kind: 'profile', userId }),
+	pin(m: Message, pinned: boolean) {
+		app.session?.pin(m.id, pinned).catch(report);
+	},
+	get canPin() {
+		const id = app.s?.activeChannelId;
+		return !!(id && app.s?.channelsById[id]?.is_member);
+	},
+	get readOnly() {
+		const id = app.s?.activeChannelId;
+		return !!(id && app.s?.channelsById[id]?.archived_at);
+	},
+	get now() {
+		return clock.now;
+	},
 };

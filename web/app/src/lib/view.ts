@@ -16,6 +16,14 @@ export interface RowContext {
 	remove(m: Message): Promise<void>;
 	retry(m: ViewMessage): void;
 	openProfile(userId: string): void;
+	/** Pin or unpin a message (absent where rows cannot be pinned). */
+	pin?(m: Message, pinned: boolean): void;
+	/** The channel is archived: rows offer no actions that write. */
+	readOnly?: boolean;
+	/** The user may pin in the channel on screen (members; previews may not). */
+	canPin?: boolean;
+	/** Epoch ms for hiding statuses that ran out (reactive where the app provides it). */
+	now?: number;
 }
 
 /** A row of the virtualised list. */
