@@ -22,6 +22,10 @@ const message = (page: Page, text: string) => page.getByTestId('message-list').g
 
 test('markdown blocks, highlighted code, the emoji picker and :shortcode: completion', async ({ page, server, newUser, shot }) => {
 	const problems = watchPage(page);
+	const scripts: string[] = [];
+	page.on('request', (r) => {
+		if (r.resourceType() === 'script') scripts.push(new URL(r.url()).pathname);
+	});
 	const u = newUser('md');
 	const { token } = await api<{ token: string }>(server, null, 'POST', '/auth/signup', { ...u });
 	const ws = await api<{ id: string }>(server, token, 'POST', '/workspaces', { name: 'Markdown Co', slug: `md-${Date.now().toString(36)}` });
@@ -35,6 +39,10 @@ test('markdown blocks, highlighted code, the emoji picker and :shortcode: comple
 	);
 	await page.reload();
 	await expect(page.getByTestId('workspace-name')).toHaveText('Markdown Co');
+
+	// The highlighter and the emoji set are chunks of their own, not loaded
+	// until something needs them.
+	expect(scripts.filter((p) => /highlight|emojidata/.test(p))).toEqual([]);
 
 	// ---- A message with every block construct ----
 	const composer = page.getByTestId('composer');
@@ -70,6 +78,7 @@ test('markdown blocks, highlighted code, the emoji picker and :shortcode: comple
 	await expect(code.locator('span.hljs-keyword').first()).toHaveText('func');
 	await expect(code.locator('span.hljs-string')).toHaveText('"hi"');
 	await expect(code).toHaveText('func main() { fmt.Println("hi") }');
+	expect(scripts.filter((p) => /\/assets\/(highlight|emojidata)-/.test(p))).toHaveLength(2);
 
 	// ---- The picker: search "thumbs", pick with the keyboard, react ----
 	const row = message(page, 'Release plan');
