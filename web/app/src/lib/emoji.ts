@@ -110,12 +110,12 @@ export function emojiFor(code: string): string | undefined {
 /**
  * emojiLive is emojiFor for components: it is reactive, and a shortcode it
  * does not know starts loading the full set (in a browser), after which the
- * component shows the emoji.
+ * component shows the emoji. Digits alone (a time's ":30:") load nothing.
  */
 export function emojiLive(code: string): string | undefined {
 	subscribe();
 	const v = emojiFor(code);
-	if (v === undefined && !data && typeof document !== 'undefined' && VALID_CODE.test(code)) loadEmoji().catch(() => {});
+	if (v === undefined && !data && typeof document !== 'undefined' && VALID_CODE.test(code) && /[a-z]/.test(code)) loadEmoji().catch(() => {});
 	return v;
 }
 
