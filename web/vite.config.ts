@@ -6,7 +6,8 @@
 import { defineConfig, type Plugin } from 'vite';
 import { svelte } from '@sveltejs/vite-plugin-svelte';
 import { fileURLToPath } from 'node:url';
-import { readdirSync, rmSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -34,9 +35,42 @@ function cleanOutDir(): Plugin {
 	};
 }
 
+// The emoji picker's data, built from emojibase-data (English names and
+// keywords, Slack's shortcodes) keeping only the fields the client uses, as
+// the module 'virtual:parley-emoji' (types in app/src/virtual-emoji.d.ts). The
+// app imports it lazily, so it is a chunk of its own.
+function emojiData(): Plugin {
+	const id = 'virtual:parley-emoji';
+	const resolved = '\0' + id;
+	const require = createRequire(import.meta.url);
+	const json = (p: string): unknown => JSON.parse(readFileSync(require.resolve(p), 'utf8'));
+	type Compact = { unicode: string; label: string; group?: number; order?: number; tags?: string[] };
+	return {
+		name: 'parley-emoji',
+		resolveId: (source) => (source === id ? resolved : undefined),
+		load(source) {
+			if (source !== resolved) return;
+			const compact = json('emojibase-data/en/compact.json') as (Compact & { hexcode: string })[];
+			const codes = json('emojibase-data/en/shortcodes/iamcal.json') as Record<string, string | string[]>;
+			const messages = json('emojibase-data/en/messages.json') as { groups: { order: number; message: string }[] };
+			const rows: [string, string, number, string, string][] = [];
+			const sorted = compact.filter((e) => e.group !== undefined && e.group !== 2).sort((a, b) => (a.order ?? 0) - (b.order ?? 0));
+			for (const e of sorted) {
+				const sc = ([] as string[]).concat(codes[e.hexcode] ?? []).filter((c) => /^[a-z0-9_+-]{1,64}$/.test(c));
+				if (sc.length === 0) continue;
+				const words = (e.tags ?? []).filter((t) => !e.label.toLowerCase().includes(t));
+				rows.push([e.unicode, e.label, e.group ?? 0, sc.join(' '), words.join(' ').toLowerCase()]);
+			}
+			const groups: string[] = [];
+			for (const g of messages.groups) groups[g.order] = g.message;
+			return `export const groups = ${JSON.stringify(groups)};\nexport default ${JSON.stringify(rows)};\n`;
+		},
+	};
+}
+
 export default defineConfig({
 	root: join(here, 'app'),
-	plugins: [svelte(), cleanOutDir()],
+	plugins: [svelte(), cleanOutDir(), emojiData()],
 	resolve: {
 		alias: {
 			'@parley/client': join(here, 'client/src/index.ts'),

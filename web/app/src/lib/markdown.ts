@@ -1,17 +1,21 @@
-// A small markdown subset for message text, parsed into a tree of plain data
-// that Markdown.svelte turns into DOM nodes. Nothing here produces HTML: a
-// user's text only ever becomes text nodes, so `<script>` is just characters.
+// The markdown message text is written in (as Slack users write it), parsed
+// into a tree of plain data that Markdown.svelte turns into DOM nodes.
+// Nothing here produces HTML: a user's text only ever becomes text nodes, so
+// `<script>` is just characters.
 //
-// Supported: ```code blocks```, `inline code`, **bold**, *italic* / _italic_,
-// [label](url) and bare http(s)/mailto links, line breaks, @mentions and
-// :shortcode: emoji. A mark that is not closed stays literal text.
+// Blocks: ```lang code blocks```, `>` quotes (and `>>>` for the rest of the
+// message), `-` `*` `•` and `1.` lists (nested by indenting), `#` headings
+// (shown as bold lines) and paragraphs. Inline: `code`, **bold**, *italic* /
+// _italic_, ~strike~ / ~~strike~~, [label](url) and bare http(s)/mailto links,
+// line breaks, @mentions and :shortcode: emoji. A mark that is not closed
+// stays literal text; quotes and lists nest at most MAX_DEPTH deep.
 //
 // The parser is linear in the input (a message may be 40,000 characters):
 // every "where is the next X" lookup goes through a cache, so a text with
 // thousands of unclosed marks does not rescan the rest of the string for
-// each of them.
+// each of them, and each nesting level re-reads its lines once.
 
-import { EMOJI } from './emoji';
+import { emojiFor } from './emoji';
 
 export type Inline =
 	| { t: 'text'; v: string }
@@ -19,17 +23,30 @@ export type Inline =
 	| { t: 'code'; v: string }
 	| { t: 'b'; c: Inline[] }
 	| { t: 'i'; c: Inline[] }
+	| { t: 's'; c: Inline[] }
 	| { t: 'link'; href: string; c: Inline[] }
 	| { t: 'mention'; handle: string }
 	| { t: 'emoji'; name: string; v: string };
 
-export type Block = { t: 'pre'; v: string } | { t: 'p'; c: Inline[] };
+export type Block =
+	| { t: 'pre'; v: string; lang?: string }
+	| { t: 'p'; c: Inline[] }
+	| { t: 'h'; level: number; c: Inline[] }
+	| { t: 'quote'; c: Block[] }
+	| { t: 'list'; ordered: boolean; start: number; items: Block[][] };
 
-const MAX_DEPTH = 4;
+/** Looks a shortcode up: the emoji character, or undefined. */
+export type EmojiLookup = (code: string) => string | undefined;
+
+export const MAX_DEPTH = 4;
 const HANDLE = /^@([a-z0-9._-]{2,32})/;
 const SHORTCODE = /^:([a-z0-9_+-]{1,40}):/;
 const URL_START = /^(?:https?:\/\/|mailto:)/i;
 const URL_BODY = /^[^\s<>"`]+/;
+const FENCE_LANG = /^[A-Za-z0-9_+#.-]{1,24}$/;
+const LIST_ITEM = /^([ \t]*)([-*•]|\d{1,9}[.)])[ \t]+(\S.*)$/;
+const QUOTE = /^ {0,3}> ?/;
+const HEADING = /^(#{1,6})[ \t]+(\S.*)$/;
 
 /**
  * safeHref returns the normalised URL if it is http, https or mailto, and
@@ -46,32 +63,152 @@ export function safeHref(raw: string): string | null {
 	return u.href;
 }
 
-/** parse splits text into code blocks and paragraphs of inline nodes. */
-export function parse(text: string): Block[] {
-	const out: Block[] = [];
+/** parse splits text into blocks (code, quotes, lists, headings, paragraphs). */
+export function parse(text: string, emoji: EmojiLookup = emojiFor): Block[] {
+	return parseLines(text.split('\n'), 0, emoji);
+}
+
+const indentOf = (line: string) => {
+	let n = 0;
+	for (const ch of line) {
+		if (ch === ' ') n++;
+		else if (ch === '\t') n += 4;
+		else break;
+	}
+	return n;
+};
+
+/** Removes up to n columns of leading indentation. */
+const dedent = (line: string, n: number) => {
 	let i = 0;
-	while (i < text.length) {
-		const open = text.indexOf('```', i);
-		const close = open < 0 ? -1 : text.indexOf('```', open + 3);
-		if (open < 0 || close < 0) {
-			out.push({ t: 'p', c: parseInline(text.slice(i)) });
+	let col = 0;
+	while (i < line.length && col < n && (line[i] === ' ' || line[i] === '\t')) {
+		col += line[i] === '\t' ? 4 : 1;
+		i++;
+	}
+	return line.slice(i);
+};
+
+function parseLines(lines: string[], depth: number, emoji: EmojiLookup): Block[] {
+	const out: Block[] = [];
+	let para: string[] = [];
+	const flush = () => {
+		if (para.length) {
+			const c = parseInline(para.join('\n'), 0, emoji);
+			if (c.length) out.push({ t: 'p', c });
+		}
+		para = [];
+	};
+	// The index of the next line at or after i that holds a ``` (-1: none),
+	// computed once from the end so that fence lookups stay linear.
+	const nextFence = new Int32Array(lines.length + 1);
+	nextFence[lines.length] = -1;
+	for (let k = lines.length - 1; k >= 0; k--) nextFence[k] = lines[k].includes('```') ? k : nextFence[k + 1];
+
+	let i = 0;
+	while (i < lines.length) {
+		const line = lines[i];
+		const trimmed = line.trimStart();
+
+		// A fence opens a code block when it starts a line and a later line
+		// closes it; ```code``` within one line is inline code.
+		if (trimmed.startsWith('```') && !trimmed.includes('```', 3)) {
+			const rest = trimmed.slice(3);
+			const close = nextFence[i + 1];
+			if (close >= 0) {
+				flush();
+				const lang = FENCE_LANG.test(rest) ? rest : undefined;
+				const body = lines.slice(i + 1, close);
+				if (!lang && rest) body.unshift(rest);
+				const closing = lines[close];
+				const at = closing.indexOf('```');
+				if (closing.slice(0, at).trim()) body.push(closing.slice(0, at));
+				out.push(lang ? { t: 'pre', v: body.join('\n'), lang: lang.toLowerCase() } : { t: 'pre', v: body.join('\n') });
+				const after = closing.slice(at + 3);
+				if (after.trim()) {
+					lines[close] = after;
+					i = close;
+				} else i = close + 1;
+				continue;
+			}
+		}
+
+		if (depth < MAX_DEPTH && trimmed.startsWith('>>>')) {
+			// Slack's ">>>": the rest of the message is quoted.
+			flush();
+			const inner = [trimmed.slice(3).replace(/^ /, ''), ...lines.slice(i + 1)];
+			if (inner[0] === '') inner.shift();
+			out.push({ t: 'quote', c: parseLines(inner, depth + 1, emoji) });
 			break;
 		}
-		if (open > i) {
-			// Drop the line break that separates the paragraph from the fence.
-			out.push({ t: 'p', c: parseInline(text.slice(i, open).replace(/\n$/, '')) });
+
+		if (depth < MAX_DEPTH && QUOTE.test(line)) {
+			flush();
+			const inner: string[] = [];
+			while (i < lines.length && QUOTE.test(lines[i])) inner.push(lines[i++].replace(QUOTE, ''));
+			out.push({ t: 'quote', c: parseLines(inner, depth + 1, emoji) });
+			continue;
 		}
-		let body = text.slice(open + 3, close);
-		// An opening fence on its own line: drop that line break (and a
-		// language tag such as ```go) so the block starts with the code.
-		const nl = body.indexOf('\n');
-		if (nl >= 0 && /^[A-Za-z0-9_+-]*$/.test(body.slice(0, nl))) body = body.slice(nl + 1);
-		body = body.replace(/\n$/, '');
-		out.push({ t: 'pre', v: body });
-		i = close + 3;
-		if (text[i] === '\n') i++;
+
+		const h = HEADING.exec(line);
+		if (h) {
+			flush();
+			out.push({ t: 'h', level: Math.min(h[1].length, 3), c: parseInline(h[2].trimEnd(), 0, emoji) });
+			i++;
+			continue;
+		}
+
+		const li = depth < MAX_DEPTH ? LIST_ITEM.exec(line) : null;
+		if (li) {
+			flush();
+			i = parseList(lines, i, depth, emoji, out);
+			continue;
+		}
+
+		para.push(line);
+		i++;
 	}
-	return out.filter((b) => b.t === 'pre' || b.c.length > 0);
+	flush();
+	return out;
+}
+
+/**
+ * parseList reads the list that starts at lines[i] into out and returns the
+ * index of the first line after it. Items are the lines at the first item's
+ * indentation; more-indented lines below an item (a nested list or a
+ * continuation) are parsed as that item's own blocks.
+ */
+function parseList(lines: string[], i: number, depth: number, emoji: EmojiLookup, out: Block[]): number {
+	const first = LIST_ITEM.exec(lines[i])!;
+	const base = indentOf(first[1]);
+	const ordered = /\d/.test(first[2]);
+	const start = ordered ? Math.min(parseInt(first[2], 10), 1e9) : 1;
+	const items: Block[][] = [];
+	while (i < lines.length) {
+		const m = LIST_ITEM.exec(lines[i]);
+		if (!m || indentOf(m[1]) > base || /\d/.test(m[2]) !== ordered) break;
+		if (indentOf(m[1]) < base) break;
+		i++;
+		const sub: string[] = [];
+		while (i < lines.length && lines[i].trim() !== '' && indentOf(lines[i]) > base) sub.push(dedent(lines[i++], base + 1));
+		const own: Block[] = [];
+		const c = parseInline(m[3], 0, emoji);
+		if (c.length) own.push({ t: 'p', c });
+		if (sub.length) {
+			let minIndent = Infinity;
+			for (const l of sub) minIndent = Math.min(minIndent, indentOf(l));
+			own.push(
+				...parseLines(
+					sub.map((l) => dedent(l, minIndent)),
+					depth + 1,
+					emoji,
+				),
+			);
+		}
+		items.push(own);
+	}
+	out.push({ t: 'list', ordered, start, items });
+	return i;
 }
 
 /** Cached forward search: amortised O(n) over one parse of one string. */
@@ -91,7 +228,7 @@ const isWord = (ch: string | undefined) => ch !== undefined && /[\p{L}\p{N}_]/u.
 const isSpace = (ch: string | undefined) => ch !== undefined && /\s/.test(ch);
 
 /** parseInline parses one paragraph (no code fences) into inline nodes. */
-export function parseInline(s: string, depth = 0): Inline[] {
+export function parseInline(s: string, depth = 0, emoji: EmojiLookup = emojiFor): Inline[] {
 	const out: Inline[] = [];
 	const find = new Finder(s);
 	let buf = '';
@@ -122,6 +259,17 @@ export function parseInline(s: string, depth = 0): Inline[] {
 			continue;
 		}
 
+		if (ch === '`' && s.startsWith('```', i)) {
+			// A fence inside a line: ```code``` is inline code.
+			const j = find.next('```', i + 3);
+			if (j > i + 3) {
+				flush();
+				out.push({ t: 'code', v: s.slice(i + 3, j) });
+				i = j + 3;
+				continue;
+			}
+		}
+
 		if (ch === '`') {
 			const j = find.next('`', i + 1);
 			if (j > i + 1) {
@@ -136,8 +284,29 @@ export function parseInline(s: string, depth = 0): Inline[] {
 			const j = closing('**', i + 2);
 			if (j > 0) {
 				flush();
-				out.push({ t: 'b', c: parseInline(s.slice(i + 2, j), depth + 1) });
+				out.push({ t: 'b', c: parseInline(s.slice(i + 2, j), depth + 1, emoji) });
 				i = j + 2;
+				continue;
+			}
+		}
+
+		if (depth < MAX_DEPTH && ch === '~' && s[i + 1] === '~') {
+			const j = closing('~~', i + 2);
+			if (j > 0) {
+				flush();
+				out.push({ t: 's', c: parseInline(s.slice(i + 2, j), depth + 1, emoji) });
+				i = j + 2;
+				continue;
+			}
+		}
+
+		// Slack's ~strike~: not inside a word, nor "~5 to ~10".
+		if (depth < MAX_DEPTH && ch === '~' && s[i + 1] !== '~' && !isWord(prev)) {
+			const j = closing('~', i + 1);
+			if (j > 0 && !isWord(s[j + 1]) && s[j + 1] !== '~') {
+				flush();
+				out.push({ t: 's', c: parseInline(s.slice(i + 1, j), depth + 1, emoji) });
+				i = j + 1;
 				continue;
 			}
 		}
@@ -147,7 +316,7 @@ export function parseInline(s: string, depth = 0): Inline[] {
 			// `_` inside words (snake_case) is not emphasis.
 			if (j > 0 && !(ch === '_' && isWord(s[j + 1])) && s[j + 1] !== ch) {
 				flush();
-				out.push({ t: 'i', c: parseInline(s.slice(i + 1, j), depth + 1) });
+				out.push({ t: 'i', c: parseInline(s.slice(i + 1, j), depth + 1, emoji) });
 				i = j + 1;
 				continue;
 			}
@@ -162,7 +331,7 @@ export function parseInline(s: string, depth = 0): Inline[] {
 				if (href && !/\s/.test(s.slice(close + 2, end))) {
 					flush();
 					// No links inside a link's label.
-					const label = parseInline(s.slice(i + 1, close), MAX_DEPTH);
+					const label = parseInline(s.slice(i + 1, close), MAX_DEPTH, emoji);
 					out.push({ t: 'link', href, c: label });
 					i = end + 1;
 					continue;
@@ -201,9 +370,10 @@ export function parseInline(s: string, depth = 0): Inline[] {
 
 		if (ch === ':') {
 			const m = SHORTCODE.exec(s.slice(i, i + 43));
-			if (m && EMOJI[m[1]]) {
+			const v = m ? emoji(m[1]) : undefined;
+			if (m && v) {
 				flush();
-				out.push({ t: 'emoji', name: m[1], v: EMOJI[m[1]] });
+				out.push({ t: 'emoji', name: m[1], v });
 				i += m[0].length;
 				continue;
 			}
