@@ -80,7 +80,8 @@ for (const size of sizes) {
 		// The message column and the composer take the width they should.
 		const composer = await onScreen(page, 'composer');
 		expect(composer.width, 'composer width').toBeGreaterThan(phone ? size.width * 0.6 : 300);
-		const text = 'A long message that has to wrap over several lines on a phone, and must never push the page sideways: https://example.com/a/very/long/path/without/any/spaces/at/all/to/break/on';
+		const text =
+			'A long message that has to wrap over several lines on a phone, and must never push the page sideways: https://example.com/a/very/long/path/without/any/spaces/at/all/to/break/on';
 		await page.getByTestId('composer').fill(text);
 		await page.getByTestId('composer').press('Enter');
 		const line = page.getByTestId('message-list').getByTestId('message').filter({ hasText: 'A long message' });
