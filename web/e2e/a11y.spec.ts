@@ -138,7 +138,7 @@ async function walk(browser: Browser, base: string, theme: Theme) {
 
 test('every screen passes axe in both themes', async ({ browser }) => {
 	// Some thirty axe runs: about a second each on an idle machine, many more on a busy one.
-	test.setTimeout(360_000);
+	test.setTimeout(600_000);
 	if (shotsDir) mkdirSync(shotsDir, { recursive: true });
 	const demo = new ParleyServer({ demo: true });
 	await demo.start();
