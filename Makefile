@@ -35,7 +35,9 @@ test-go:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-test-web: web/node_modules/.package-lock.json
+## test-web: the web client's type check and unit tests; they include the first-load
+## budget (web/app/bundle.test.ts), which reads the build, so build it first
+test-web: web
 	cd web && npm run check && npm test
 
 ## e2e: Playwright in Debian's Chromium against a real parley (web/e2e);

@@ -91,7 +91,7 @@ export default defineConfig({
 	},
 	test: {
 		root: here,
-		include: ['client/test/**/*.test.ts', 'app/src/**/*.test.ts'],
+		include: ['client/test/**/*.test.ts', 'app/src/**/*.test.ts', 'app/*.test.ts'],
 		environment: 'node',
 		globalSetup: ['client/test/global-setup.ts'],
 		testTimeout: 15000,

@@ -1,5 +1,7 @@
 import { mount } from 'svelte';
 import './styles/app.css';
+import './styles/theme.css';
+import './styles/layout.css';
 import App from './App.svelte';
 
 const target = document.getElementById('app');
