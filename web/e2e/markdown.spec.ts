@@ -3,6 +3,7 @@
 // code highlighted by the lazily loaded highlighter; the emoji picker finds
 // "thumbs" and reacts; the composer completes ":tada" and sends the emoji.
 // Alice is a real browser against the real server, set up over HTTP.
+import AxeBuilder from '@axe-core/playwright';
 import type { Page } from '@playwright/test';
 import { test, expect, watchPage } from './fixtures';
 import type { ParleyServer } from './harness';
@@ -79,6 +80,14 @@ test('markdown blocks, highlighted code, the emoji picker and :shortcode: comple
 	await expect(code.locator('span.hljs-string')).toHaveText('"hi"');
 	await expect(code).toHaveText('func main() { fmt.Println("hi") }');
 	expect(scripts.filter((p) => /\/assets\/(highlight|emojidata)-/.test(p))).toHaveLength(2);
+	// Highlighted tokens keep text contrast (4.5:1) in both themes.
+	for (const colorScheme of ['light', 'dark'] as const) {
+		await page.emulateMedia({ colorScheme });
+		await expect(page.locator('html')).toHaveAttribute('data-theme', colorScheme);
+		const { violations } = await new AxeBuilder({ page }).include('pre[data-lang="go"]').withRules(['color-contrast']).analyze();
+		expect(violations.map((v) => v.nodes.map((n) => `${n.target.join(' ')}: ${n.failureSummary}`)).flat(), `code contrast (${colorScheme})`).toEqual([]);
+	}
+	await page.emulateMedia({ colorScheme: null });
 
 	// ---- The picker: search "thumbs", pick with the keyboard, react ----
 	const row = message(page, 'Release plan');
