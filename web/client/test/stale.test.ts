@@ -65,7 +65,7 @@ const thread = (rootId: string, reply_count: number, last_reply_at: string, unre
 	channel_id: 'C1',
 	reply_count,
 	last_reply_at,
-	participants: reply_count ? ['U2'] : null,
+	participants: reply_count ? ['U2'] : [],
 	following: true,
 	last_viewed_at: '2026-01-01T00:00:00Z',
 	unread_replies: unread,
