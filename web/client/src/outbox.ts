@@ -33,6 +33,12 @@ export interface OutboxDeps {
 	waiting(m: LocalMessage, why: string): void;
 	/** The server refused it for good. */
 	failed(m: LocalMessage, why: string, e: unknown): void;
+	/**
+	 * Whether the gateway is connected: while it is not, the backoff timer
+	 * leaves the queue alone (the server is likely away too) and the
+	 * gateway's return sends it (flush).
+	 */
+	connected?(): boolean;
 	/** Where the queue is kept; undefined keeps it in memory only. */
 	storage?: OutboxStorage;
 	/** The storage key (per user and workspace), once known. */
@@ -152,13 +158,20 @@ export class Outbox {
 					// Not now: this one and every later one wait, in order.
 					for (const x of this.queue) this.deps.waiting(x, why);
 					this.backoff = Math.min(BACKOFF_MAX_MS, this.backoff ? this.backoff * 2 : BACKOFF_MIN_MS);
-					if (!this.stopped) this.timer = setTimeout(() => this.flush(), this.backoff * (0.75 + Math.random() * 0.5));
+					if (!this.stopped) this.timer = setTimeout(() => this.retry(), this.backoff * (0.75 + Math.random() * 0.5));
 					return;
 				}
 			}
 		} finally {
 			this.draining = false;
 		}
+	}
+
+	/** The backoff timer: try again, unless the gateway is away (its return flushes). */
+	private retry(): void {
+		this.timer = undefined;
+		if (this.deps.connected?.() === false) return;
+		this.flush();
 	}
 
 	private shift(m: LocalMessage): void {

@@ -48,6 +48,7 @@ export class Windows {
 				this.putLocal(m, { ...m, pending: false, failed: true, queued: false, error: why });
 				this.core.fail(e);
 			},
+			connected: () => this.core.gw()?.isLive ?? true,
 			storage: core.opts.storage === undefined ? defaultStorage() : (core.opts.storage ?? undefined),
 			key: () => {
 				const self = this.core.store.s.self?.id;
