@@ -41,11 +41,11 @@ export class Windows {
 	) {
 		this.outbox = new Outbox({
 			post: (m) => this.core.api.postMessage(m.channel_id, { text: m.text, client_msg_id: m.client_msg_id!, thread_root_id: m.thread_root_id }),
-			sending: (m) => this.putLocal(m, { ...m, pending: true, failed: false, queued: false, error: undefined }),
+			sending: (m) => this.putLocal(m, { ...this.shownCopy(m), pending: true, failed: false, queued: false, error: undefined }),
 			sent: (_m, posted) => this.upsert(posted),
-			waiting: (m, why) => this.putLocal(m, { ...m, pending: false, failed: true, queued: true, error: why }),
+			waiting: (m, why) => this.putLocal(m, { ...this.shownCopy(m), pending: false, failed: true, queued: true, error: why }),
 			failed: (m, why, e) => {
-				this.putLocal(m, { ...m, pending: false, failed: true, queued: false, error: why });
+				this.putLocal(m, { ...this.shownCopy(m), pending: false, failed: true, queued: false, error: why });
 				this.core.fail(e);
 			},
 			connected: () => this.core.gw()?.isLive ?? true,

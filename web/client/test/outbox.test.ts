@@ -163,6 +163,7 @@ describe('the outbox', () => {
 		await until(() => posted().length === 2, 'both sent');
 		expect(posted()).toEqual(['written before the reload', 'and this one']);
 		await until(() => shown(second).join() === 'written before the reload,and this one', 'shown once, confirmed');
+		expect(second.state.messages.C1.messages.map((m) => m.seq)).toEqual([1, 2]);
 		expect(storage.data.size).toBe(0);
 	});
 
