@@ -221,38 +221,47 @@ func (tx *Tx) uncountThreadReply(ctx context.Context, m *parley.Message) error {
 // readChannelThreads clears userID's unread replies and mentions in the
 // threads of a channel they marked read, touching only the memberships
 // that have any (the Mattermost lesson), and tells the user's devices of
-// each. It returns how many memberships it wrote.
+// each, with the whole thread (its reply count, last reply and
+// participants: a client shows the event's thread as it is). It returns
+// how many memberships it wrote.
 func (tx *Tx) readChannelThreads(ctx context.Context, workspaceID, channelID, userID string) (int, error) {
 	rows, err := tx.QueryContext(ctx,
 		`UPDATE thread_memberships SET unread_replies = 0, unread_mentions = 0, last_viewed_at = $1
 		 WHERE user_id = $2 AND channel_id = $3 AND (unread_replies > 0 OR unread_mentions > 0)
 		   AND workspace_id = $4
-		 RETURNING root_id, following`,
+		 RETURNING root_id`,
 		micros(tx.now), userID, channelID, workspaceID)
 	if err != nil {
 		return 0, fmt.Errorf("read channel threads: %w", err)
 	}
-	defer rows.Close()
-	var read []parley.Thread
+	var roots []string
 	for rows.Next() {
-		var t parley.Thread
-		var following int
-		if err := rows.Scan(&t.RootID, &following); err != nil {
+		var root string
+		if err := rows.Scan(&root); err != nil {
+			rows.Close()
 			return 0, fmt.Errorf("read channel threads: %w", err)
 		}
-		t.WorkspaceID, t.ChannelID, t.Following, t.LastViewedAt = workspaceID, channelID, following == 1, tx.now
-		read = append(read, t)
+		roots = append(roots, root)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, fmt.Errorf("read channel threads: %w", err)
 	}
 	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("read channel threads: %w", err)
 	}
-	for i := range read {
+	// The rows are closed: the transaction's connection is free for the
+	// reads of each thread as the user now sees it.
+	for _, root := range roots {
+		t, err := loadThread(ctx, tx, userID, root)
+		if err != nil {
+			return 0, fmt.Errorf("read channel threads: %w", err)
+		}
 		if err := tx.emit(workspaceID, parley.EventThreadRead,
-			parley.ThreadEventData{Thread: &read[i]}, parley.TopicUser(userID)); err != nil {
+			parley.ThreadEventData{Thread: t}, parley.TopicUser(userID)); err != nil {
 			return 0, err
 		}
 	}
-	return len(read), nil
+	return len(roots), nil
 }
 
 // threadColumns read a thread for one user (see scanThread); use with

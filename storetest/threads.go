@@ -378,8 +378,16 @@ func testMarkChannelReadWritesOnlyChanged(t *testing.T, h Harness) {
 	if n := written(); n != fresh {
 		t.Fatalf("marking the channel read wrote %d thread_memberships rows, want exactly %d", n, fresh)
 	}
-	if n := len(e.userEvents(e.alice, parley.EventThreadRead)) - readsBefore; n != fresh {
+	reads := e.userEvents(e.alice, parley.EventThreadRead)[readsBefore:]
+	if n := len(reads); n != fresh {
 		t.Fatalf("%d thread.read events, want %d", n, fresh)
+	}
+	// Each carries the whole thread: a client shows its reply count as it is.
+	for _, ev := range reads {
+		d := chData[parley.ThreadEventData](t, ev)
+		if d.Thread == nil || d.Thread.ReplyCount != 2 || d.Thread.LastReplyAt.IsZero() || len(d.Thread.Participants) != 1 || !d.Thread.Following {
+			t.Fatalf("thread.read after a channel read = %+v, want 2 replies, a last reply, bob as participant, followed", d.Thread)
+		}
 	}
 	if n := len(e.threads(t, e.alice, true)); n != 0 {
 		t.Fatalf("alice still has %d unread threads", n)

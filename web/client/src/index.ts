@@ -26,6 +26,8 @@ export type { ApiOptions, AuthResult, HistoryQuery, PageQuery, SwitcherResult } 
 export { Gateway, backoffDelay, retryAfterDelay, CLIENT_RECONNECT_CODE } from './gateway';
 export type { GatewayEvents, GatewayOptions, GatewayStats, WebSocketCtor, WebSocketLike } from './gateway';
 export { Session } from './session';
+export { Outbox, OUTBOX_MAX, permanentFailure } from './outbox';
+export type { OutboxDeps, OutboxStorage } from './outbox';
 export { ViewSet, VIEW_SOURCES } from './viewset';
 export type { ViewSetHost, ViewSetOptions } from './viewset';
 export { typingKey } from './typing';

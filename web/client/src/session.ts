@@ -177,6 +177,9 @@ export class Session {
 		const shown = await first;
 		if (this.stopped) return;
 		this.applyBoot(boot, false);
+		// Messages a previous page left unsent (the user is known now).
+		this.windows.outbox.resume();
+		this.windows.restoreOutbox();
 		const channels: Record<string, number> = {};
 		for (const c of [...boot.channels, ...boot.dms]) channels[c.id] = c.last_seq;
 		// The first channel's messages came from the one-channel boot: when the
@@ -197,6 +200,8 @@ export class Session {
 		gw.on('event', (ev) => this.onEvent(ev));
 		gw.on('status', (st) => {
 			this.set({ status: st });
+			// Connected again: what could not be sent goes now, in order.
+			if (st === 'ready') this.windows.outbox.flush();
 			if (st === 'logged_out') this.loggedOut();
 		});
 		gw.on('invalidSession', () => void this.reboot());
@@ -220,6 +225,7 @@ export class Session {
 		this.stopped = true;
 		this.gw?.stop();
 		this.gw = undefined;
+		this.windows.outbox.stop();
 		this.view.stop();
 		this.typingState.stop();
 		this.threads.stop();
@@ -250,6 +256,7 @@ export class Session {
 
 	/** The network is back: reconnect now rather than at the end of a long backoff. */
 	online(): void {
+		this.windows.outbox.flush();
 		if (this.gw?.status === 'reconnecting' || this.gw?.status === 'connecting') this.gw.reconnectNow();
 	}
 
@@ -486,7 +493,10 @@ export class Session {
 
 	/**
 	 * Send a message. It shows at once as pending and is replaced by the
-	 * server's copy; on failure it stays with `failed` set.
+	 * server's copy. Sends go out in order; one that cannot go for now
+	 * (offline) shows `failed` and `queued` and is sent again by itself when
+	 * the connection is back (same client_msg_id); one refused for good
+	 * stays `failed` with its `error`. Resolves once posted.
 	 */
 	send(channelId: string, text: string, threadRootId?: string): Promise<Message> {
 		return this.windows.send(channelId, text, threadRootId);

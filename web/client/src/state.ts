@@ -9,6 +9,7 @@
 import type { Api } from './api';
 import type { Unsubscribe } from './emitter';
 import type { Gateway, GatewayOptions, WebSocketCtor } from './gateway';
+import type { OutboxStorage } from './outbox';
 import type { ViewSetOptions } from './viewset';
 import type { BootChannel, BootLimits, ConnectionStatus, Message, ParleyEvent, Presence, Thread, ThreadsSummary, User, Workspace } from './types';
 
@@ -20,6 +21,8 @@ export interface LocalMessage extends Message {
 	failed?: boolean;
 	/** Why sending failed (the ApiError's message). */
 	error?: string;
+	/** Failed for now (no connection, the server busy): it is sent again by itself when the connection is back. */
+	queued?: boolean;
 }
 
 /** A window of messages, ascending by seq. */
@@ -129,6 +132,12 @@ export interface SessionOptions {
 	typingTtlMs?: number;
 	/** The view set's timing and cap (viewset.ts). */
 	viewSet?: ViewSetOptions;
+	/**
+	 * Where the outbox keeps unsent messages across reloads (per user and
+	 * workspace): default the page's localStorage when there is one; null
+	 * keeps them in memory only.
+	 */
+	storage?: OutboxStorage | null;
 	/** Passed to the Gateway (backoff, random, log). */
 	gateway?: Partial<Pick<GatewayOptions, 'backoffMinMs' | 'backoffMaxMs' | 'random' | 'log'>>;
 }

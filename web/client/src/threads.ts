@@ -158,7 +158,11 @@ export class Threads {
 			this.refreshListSoon(); // to get its root message
 		}
 		if (next !== items) store.set({ threads: { ...store.s.threads, items: next } });
-		if (typeof t.reply_count === 'number') {
+		// The root's reply count and last reply, from a thread that carries
+		// them: an older server's thread.read for a channel marked read came
+		// with a zero count and no last reply, which wiped the count off a
+		// cached root whose replies came while its channel was off screen.
+		if (typeof t.reply_count === 'number' && knownTime(t.last_reply_at)) {
 			if (reply) this.windows.countReply(reply, { reply_count: t.reply_count, last_reply_at: t.last_reply_at });
 			else this.windows.map(t.root_id, (r) => (r.reply_count === t.reply_count ? r : { ...r, reply_count: t.reply_count, last_reply_at: t.last_reply_at }));
 		}
@@ -182,4 +186,9 @@ export class Threads {
 			this.load(now.unreadOnly).catch(() => {});
 		}, 200);
 	}
+}
+
+/** Whether a thread's time is a real one (Go's zero time, or none, is not). */
+function knownTime(at: string | undefined): boolean {
+	return !!at && Date.parse(at) > 0;
 }

@@ -3,8 +3,9 @@
 // and of each open thread (replies), kept current by events and by the
 // answers to the user's own sends, edits and reactions.
 
-import { ApiError, newClientMsgId } from './api';
+import { newClientMsgId } from './api';
 import { bySeq, indexOfMessage, keepMe, mergeMessages, replaceOwn } from './messages';
+import { Outbox, type OutboxStorage } from './outbox';
 import type { Message } from './types';
 import type { Core, LocalMessage, MessageList, SessionState } from './state';
 import type { Users } from './users';
@@ -31,10 +32,31 @@ export class Windows {
 	 */
 	private summarizedTo = new Map<string, number>();
 
+	/** The user's messages not yet confirmed, sent in order (outbox.ts). */
+	readonly outbox: Outbox;
+
 	constructor(
 		private readonly core: Core,
 		private readonly users: Users,
-	) {}
+	) {
+		this.outbox = new Outbox({
+			post: (m) => this.core.api.postMessage(m.channel_id, { text: m.text, client_msg_id: m.client_msg_id!, thread_root_id: m.thread_root_id }),
+			sending: (m) => this.putLocal(m, { ...this.shownCopy(m), pending: true, failed: false, queued: false, error: undefined }),
+			sent: (_m, posted) => this.upsert(posted),
+			waiting: (m, why) => this.putLocal(m, { ...this.shownCopy(m), pending: false, failed: true, queued: true, error: why }),
+			failed: (m, why, e) => {
+				this.putLocal(m, { ...this.shownCopy(m), pending: false, failed: true, queued: false, error: why });
+				this.core.fail(e);
+			},
+			connected: () => this.core.gw()?.isLive ?? true,
+			storage: core.opts.storage === undefined ? defaultStorage() : (core.opts.storage ?? undefined),
+			key: () => {
+				const self = this.core.store.s.self?.id;
+				const ws = this.core.workspaceId();
+				return self && ws ? `parley.outbox.${self}.${ws}` : undefined;
+			},
+		});
+	}
 
 	private get pageSize(): number {
 		return this.core.opts.pageSize ?? 50;
@@ -86,6 +108,7 @@ export class Windows {
 			if (this.duringLoad.get(channelId) === live) this.duringLoad.delete(channelId);
 			const cur = this.core.store.s.messages[channelId];
 			const pending = (cur?.messages ?? []).filter((m) => m.pending || m.failed);
+			for (const m of this.outbox.unsent(channelId)) if (!pending.some((x) => x.client_msg_id === m.client_msg_id)) pending.push(this.shownCopy(m));
 			const pageLast = page.messages.at(-1)?.seq ?? 0;
 			const keepLive = cur?.loaded && !cur.hasNewer ? cur.messages.filter((m) => !m.pending && !m.failed && m.seq > pageLast) : [];
 			const inPage = new Set(page.messages.map((m) => m.id));
@@ -209,7 +232,11 @@ export class Windows {
 
 	/**
 	 * Send a message. It shows at once as pending and is replaced by the
-	 * server's copy; on failure it stays with `failed` set.
+	 * server's copy. Messages go out one at a time, in order (the outbox):
+	 * one that cannot be sent for now shows as not sent and is sent again
+	 * when the connection is back; one refused for good stays failed.
+	 * Resolves with the server's copy once posted; rejects when refused for
+	 * good or discarded.
 	 */
 	send(channelId: string, text: string, threadRootId?: string): Promise<Message> {
 		const cmid = newClientMsgId();
@@ -228,20 +255,33 @@ export class Windows {
 			reactions: [],
 			pending: true,
 		};
-		return this.sendLocal(local);
+		return this.outbox.add(local);
 	}
 
-	/** Try a failed message again (same client_msg_id: never posted twice). */
+	/** Try a failed message again now (same client_msg_id: never posted twice). */
 	resend(local: LocalMessage): Promise<Message> {
-		return this.sendLocal({ ...local, failed: false, pending: true, error: undefined });
+		return this.outbox.add({ ...local, failed: false, pending: true, queued: false, error: undefined });
 	}
 
-	/** Drop a failed message from the list. */
+	/** Drop a failed message from the list (and from the outbox). */
 	discard(local: LocalMessage): void {
+		if (local.client_msg_id) this.outbox.remove(local.client_msg_id);
 		const kind = local.thread_root_id ? 'replies' : 'messages';
 		const key = local.thread_root_id ?? local.channel_id;
 		const cur = this.core.store.s[kind][key];
 		if (cur) this.setList(kind, key, { messages: cur.messages.filter((m) => m.id !== local.id) });
+	}
+
+	/** Show the messages an earlier page left unsent, and send them (after boot: the user is known). */
+	restoreOutbox(): void {
+		for (const m of this.outbox.restore()) this.putLocal(m, this.shownCopy(m));
+		this.outbox.flush();
+	}
+
+	/** A queued message as a list shows it: pending, until a failure says otherwise. */
+	private shownCopy(m: LocalMessage): LocalMessage {
+		// A copy from storage keeps only what sending needs.
+		return { ...m, reply_count: m.reply_count ?? 0, pinned: m.pinned ?? false, reactions: m.reactions ?? [], seq: Number.MAX_SAFE_INTEGER, pending: !m.failed };
 	}
 
 	async edit(messageId: string, text: string): Promise<Message> {
@@ -272,31 +312,16 @@ export class Windows {
 		if (m) this.upsert(m, true);
 	}
 
-	private async sendLocal(local: LocalMessage): Promise<Message> {
-		const kind = local.thread_root_id ? 'replies' : 'messages';
-		const key = local.thread_root_id ?? local.channel_id;
-		this.putLocal(kind, key, local);
-		try {
-			const m = await this.core.api.postMessage(local.channel_id, {
-				text: local.text,
-				client_msg_id: local.client_msg_id!,
-				thread_root_id: local.thread_root_id,
-			});
-			this.upsert(m);
-			return m;
-		} catch (e) {
-			const why = e instanceof ApiError ? `${e.message} (${e.status || e.code})` : String(e);
-			this.putLocal(kind, key, { ...local, pending: false, failed: true, error: why });
-			this.core.fail(e);
-			throw e;
-		}
-	}
-
-	private putLocal(kind: Kind, key: string, m: LocalMessage): void {
+	/** Show a local copy of an unsent message in its list (a channel's only when it shows the live end; a thread's only when open or opening). */
+	private putLocal(at: LocalMessage, m: LocalMessage): void {
+		const kind: Kind = at.thread_root_id ? 'replies' : 'messages';
+		const key = at.thread_root_id ?? at.channel_id;
 		const cur = this.core.store.s[kind][key];
-		if (kind === 'messages' && (!cur?.loaded || cur.hasNewer)) return;
-		const list = (cur?.messages ?? []).filter((x) => x.id !== m.id);
-		this.setList(kind, key, { messages: [...list, m].sort(bySeq), loaded: cur?.loaded ?? kind === 'replies' });
+		if (kind === 'messages' ? !cur?.loaded || cur.hasNewer : !cur) return;
+		// Confirmed meanwhile (its event came first): nothing to show.
+		if (cur.messages.some((x) => x.client_msg_id === m.client_msg_id && x.user_id === m.user_id && !x.pending && !x.failed)) return;
+		const list = cur.messages.filter((x) => x.id !== m.id);
+		this.setList(kind, key, { messages: [...list, m].sort(bySeq) });
 	}
 
 	// ---- keeping windows current ------------------------------------------
@@ -404,5 +429,14 @@ export class Windows {
 			}
 		}
 		if (changed) store.set({ messages, replies });
+	}
+}
+
+/** The page's localStorage, when there is one (none in Node, or when the browser forbids it). */
+function defaultStorage(): OutboxStorage | undefined {
+	try {
+		return globalThis.localStorage ?? undefined;
+	} catch {
+		return undefined;
 	}
 }

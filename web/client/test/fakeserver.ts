@@ -61,6 +61,10 @@ export class FakeParley {
 	private messagesWaiters: Array<() => void> = [];
 	/** Statuses to answer the next requests to a path with (then it works again). */
 	readonly failNext = new Map<string, number[]>();
+	/** Every HTTP request is cut off unanswered, as with no network. */
+	offline = false;
+	/** The next this many message posts are stored, and their answers lost on the way. */
+	loseAnswers = 0;
 	/** Page size of /events. */
 	eventsPage = 200;
 	/** /sync answers too_far above this many missed events. */
@@ -290,6 +294,10 @@ export class FakeParley {
 			res.writeHead(status, { 'Content-Type': 'application/json' });
 			res.end(JSON.stringify(v));
 		};
+		if (this.offline) {
+			res.socket?.destroy();
+			return;
+		}
 		const fail = this.failNext.get(u.pathname);
 		if (fail?.length) {
 			const status = fail.shift()!;
@@ -334,6 +342,23 @@ export class FakeParley {
 			const page = u.searchParams.has('after_seq') ? sel.slice(0, limit) : sel.slice(-limit);
 			if (this.holdMessages) await new Promise<void>((r) => this.messagesWaiters.push(r));
 			return json(200, { messages: page });
+		}
+		if (req.method === 'POST' && (m = u.pathname.match(/^\/api\/v1\/channels\/([^/]+)\/messages$/))) {
+			// Posted as U1; a client_msg_id seen before answers the message it posted (the server's dedupe).
+			const id = decodeURIComponent(m[1]);
+			const p = body as { text: string; client_msg_id: string; thread_root_id?: string };
+			const before = (this.log.get(id) ?? []).find((e) => e.d.message?.user_id === 'U1' && e.d.message.client_msg_id === p.client_msg_id);
+			let entry = before;
+			if (!entry) {
+				entry = this.appendMessage(id, p.text, 'U1', p.thread_root_id);
+				entry.d.message!.client_msg_id = p.client_msg_id;
+			}
+			if (this.loseAnswers > 0) {
+				this.loseAnswers--;
+				res.socket?.destroy();
+				return;
+			}
+			return json(201, entry.d.message);
 		}
 		if (req.method === 'GET' && (m = u.pathname.match(/^\/api\/v1\/messages\/([^/]+)(\/replies)?$/))) {
 			// A message of any channel's log, or a thread's replies.

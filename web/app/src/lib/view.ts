@@ -2,7 +2,7 @@
 import type { Message, Presence, User } from '@parley/client';
 
 /** A message as the list shows it: a server message or a local echo. */
-export type ViewMessage = Message & { pending?: boolean; failed?: boolean };
+export type ViewMessage = Message & { pending?: boolean; failed?: boolean; queued?: boolean; error?: string };
 
 /** What a message row can ask of the app. */
 export interface RowContext {
