@@ -9,7 +9,8 @@ import { requireWorkspace, type Core } from './state';
 import type { Users } from './users';
 import type { Windows } from './windows';
 
-type Unread = { replies: number; mentions: number };
+/** A thread's unread counts, and the time of the last reply they count (ms). */
+type Unread = { replies: number; mentions: number; replyAt?: number };
 
 export class Threads {
 	/** The last known unread state of threads, to keep threadsSummary by deltas. */
@@ -79,7 +80,7 @@ export class Threads {
 		try {
 			const r = await this.core.api.listThreads(requireWorkspace(this.core), { unread: unreadOnly, limit: 50 });
 			store.set({ threads: { items: r.threads, loading: false, loaded: true, unreadOnly } });
-			for (const t of r.threads) this.unread.set(t.root_id, { replies: t.unread_replies, mentions: t.unread_mentions });
+			for (const t of r.threads) this.unread.set(t.root_id, { replies: t.unread_replies, mentions: t.unread_mentions, replyAt: Date.parse(t.last_reply_at) });
 			if (!unreadOnly && !r.next_cursor) {
 				store.set({
 					threadsSummary: {
@@ -118,9 +119,9 @@ export class Threads {
 	apply(t: Thread, why: 'updated' | 'read' | 'followed' | 'unfollowed', reply?: Message): void {
 		const store = this.core.store;
 		const prev = this.unread.get(t.root_id) ?? store.s.threads.items.find((x) => x.root_id === t.root_id);
-		const cur = { replies: t.unread_replies ?? 0, mentions: t.unread_mentions ?? 0 };
+		const cur: Unread = { replies: t.unread_replies ?? 0, mentions: t.unread_mentions ?? 0, replyAt: Date.parse(t.last_reply_at) };
 		let before: Unread | undefined;
-		if (prev) before = 'replies' in prev ? prev : { replies: prev.unread_replies, mentions: prev.unread_mentions };
+		if (prev) before = 'replies' in prev ? prev : { replies: prev.unread_replies, mentions: prev.unread_mentions, replyAt: Date.parse(prev.last_reply_at) };
 		else if (why === 'updated' && reply) {
 			// Unknown before: this reply is the only change.
 			const self = store.s.self;
@@ -130,6 +131,11 @@ export class Threads {
 				mentions: !mine && mentions(reply.text, self?.handle) ? Math.max(0, cur.mentions - 1) : cur.mentions,
 			};
 		}
+		// A read made before a reply already counted is stale: the read
+		// happened first, but its event (on the user's topic) arrived after
+		// the reply's (on the channel's). Applying it would clear an unread
+		// the server still holds, and markRead would then skip the server.
+		if (why === 'read' && before && (before.replies > 0 || before.mentions > 0) && (before.replyAt ?? 0) > Date.parse(t.last_viewed_at ?? '')) return;
 		this.unread.set(t.root_id, cur);
 		if (before) {
 			const sum = store.s.threadsSummary;

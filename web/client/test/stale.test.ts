@@ -99,7 +99,8 @@ describe('a channel off screen', () => {
 
 		// Reading the channel elsewhere clears the thread's unread replies: the
 		// thread.read of an older server carries no count, which changes nothing.
-		srv.sendEvent(fs, 'thread.read', { thread: thread(root.id, 0, '0001-01-01T00:00:00Z', 0) });
+		const readAt = new Date(Date.parse(at) + 1000).toISOString();
+		srv.sendEvent(fs, 'thread.read', { thread: { ...thread(root.id, 0, '0001-01-01T00:00:00Z', 0), last_viewed_at: readAt } });
 		await until(() => reads === 1, 'thread.read applied');
 		expect(shown().find((m) => m.id === root.id)).toMatchObject({ reply_count: 1, last_reply_at: at });
 		expect(s.state.threadsSummary.unread_threads).toBe(0);
@@ -113,5 +114,28 @@ describe('a channel off screen', () => {
 			['first (edited)', 0],
 		]);
 		expect(shown()[1].reactions).toEqual([{ emoji: 'tada', count: 1, me: false }]);
+	});
+
+	it('ignores a read made before a reply it already counted (events on two topics arrive out of order)', async () => {
+		const root = srv.appendMessage('C1', 'who has the keys?', 'U1').d.message!;
+		const { s, fs } = await started();
+		let reads = 0;
+		s.on('event', (e) => void (e.t === 'thread.read' && reads++));
+		const reply = srv.appendMessage('C1', 'I do', 'U2', root.id);
+		srv.sendEntry(fs, reply);
+		const at = reply.d.message!.created_at;
+		srv.sendEvent(fs, 'thread.updated', { thread: thread(root.id, 1, at, 1), message: reply.d.message });
+		await until(() => s.state.threadsSummary.unread_threads === 1, 'the reply counted');
+
+		// The user read the channel on another device just before the reply:
+		// that read's event arrives now, after the reply's.
+		const readBefore = new Date(Date.parse(at) - 1).toISOString();
+		srv.sendEvent(fs, 'thread.read', { thread: { ...thread(root.id, 0, at, 0), last_viewed_at: readBefore } });
+		await until(() => reads === 1, 'thread.read delivered');
+		expect(s.state.threadsSummary.unread_threads).toBe(1);
+
+		// So marking the thread read still asks the server.
+		await s.markThreadRead(root.id);
+		expect(srv.requestsTo(`/api/v1/threads/${root.id}/read`)).toHaveLength(1);
 	});
 });
