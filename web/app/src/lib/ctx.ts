@@ -41,4 +41,9 @@ export const rowContext: RowContext = {
 	},
 	retry: (m: ViewMessage) => void app.session?.resend(m).catch(report),
 	openProfile: (userId) => (app.panel = { kind: 'profile', userId }),
+	get editRequest() {
+		return app.editRequest;
+	},
+	takeEditRequest: () => (app.editRequest = null),
+	copyLink: (m) => app.copyLink(m),
 };

@@ -16,6 +16,11 @@ export interface RowContext {
 	remove(m: Message): Promise<void>;
 	retry(m: ViewMessage): void;
 	openProfile(userId: string): void;
+	/** A message to open for editing (↑ in an empty composer), and the call that takes the request. */
+	readonly editRequest?: string | null;
+	takeEditRequest?(): void;
+	/** Copy a link to the message; false when the clipboard refused. */
+	copyLink?(m: Message): Promise<boolean>;
 }
 
 /** A row of the virtualised list. */
