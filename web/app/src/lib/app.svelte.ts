@@ -7,7 +7,17 @@
 // state operations); none reaches for the session's Api.
 
 import { untrack } from 'svelte';
-import { Api, ApiError, Session, type InvitePreview, type Message, type SessionNotification, type SessionState, type User, type Workspace } from '@parley/client';
+import {
+	Api,
+	ApiError,
+	Session,
+	type InvitePreview,
+	type Message,
+	type SessionNotification,
+	type SessionState,
+	type User,
+	type Workspace,
+} from '@parley/client';
 import { plainText } from './markdown';
 import { watchPage } from './page';
 import { formatRoute, parseRoute, type Route } from './route';
@@ -494,7 +504,7 @@ class App {
 		if (order.length === 0) return;
 		const here = this.view === 'channel' ? order.findIndex((c) => c.id === s.activeChannelId) : -1;
 		for (let k = 1; k <= order.length; k++) {
-			const i = (((here < 0 ? (delta > 0 ? -1 : 0) : here) + delta * k) % order.length + order.length) % order.length;
+			const i = ((((here < 0 ? (delta > 0 ? -1 : 0) : here) + delta * k) % order.length) + order.length) % order.length;
 			const c = order[i];
 			if (c.id === s.activeChannelId && this.view === 'channel') continue;
 			if (unreadOnly && c.unread_count === 0) continue;
