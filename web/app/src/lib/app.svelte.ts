@@ -255,11 +255,14 @@ class App {
 		if (st.channelsById[key]) return key;
 		const named = st.channels.find((c) => c.name === key);
 		if (named) return named.id;
-		// A public channel the user is not in, by id or by name.
-		try {
-			return (await this.sessionApi().getChannel(key)).id;
-		} catch {
-			// not an id the user may see
+		// A public channel the user is not in, by id or by name (ids are
+		// upper-case ULIDs with a prefix; names are lower case).
+		if (!/[a-z]/.test(key)) {
+			try {
+				return (await this.sessionApi().getChannel(key)).id;
+			} catch {
+				return null; // not an id the user may see
+			}
 		}
 		try {
 			const page = await this.browseChannels(key, undefined);
