@@ -89,6 +89,13 @@ type Invite struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
+// InvitePreview is what anyone holding an invite code may learn before
+// signing up: the name and slug of the workspace it is for, nothing else.
+type InvitePreview struct {
+	WorkspaceName string `json:"workspace_name"`
+	WorkspaceSlug string `json:"workspace_slug"`
+}
+
 // Channel is a conversation: public, private, DM or group DM.
 type Channel struct {
 	ID          string      `json:"id"`

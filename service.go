@@ -88,6 +88,9 @@ type WorkspaceService interface {
 	// AcceptInvite adds actor to the invite's workspace (a no-op when they
 	// are already a member). Unknown, expired and used-up codes are ENOTFOUND.
 	AcceptInvite(ctx context.Context, actor, code string) (*Workspace, error)
+	// InvitePreview names the workspace a code is for, without a session
+	// (the invite page). Unknown, expired and used-up codes are ENOTFOUND.
+	InvitePreview(ctx context.Context, code string) (*InvitePreview, error)
 	// SetMemberRole changes a member's role (admins only). The owner's role
 	// cannot be changed this way, nor can anyone be made owner.
 	SetMemberRole(ctx context.Context, actor, workspaceID, userID string, role Role) error

@@ -52,6 +52,7 @@ func (s *Server) routes() []route {
 		r(get, "/workspaces", authed, "The caller's workspaces", s.listWorkspaces),
 		r(get, "/workspaces/{ws}", authed, "One workspace", s.getWorkspace),
 		r(post, "/workspaces/{ws}/invites", authed, "Create an invite code", s.createInvite).in(TierCreate),
+		r(get, "/invites/{code}", public, "The workspace an invite code is for, before signing up", s.invitePreview).in(TierAuth),
 		r(post, "/invites/{code}/accept", authed, "Join a workspace with an invite code", s.acceptInvite).in(TierCreate),
 		r(put, "/workspaces/{ws}/members/{user_id}/role", authed, "Change a member's role", s.setMemberRole),
 		r(get, "/workspaces/{ws}/users", authed, "Page through the workspace directory", s.listWorkspaceUsers),

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"parley"
+	"parley/internal/edge"
 )
 
 func (s *Server) createWorkspace(w http.ResponseWriter, r *http.Request, c *caller) error {
@@ -52,6 +53,21 @@ func (s *Server) createInvite(w http.ResponseWriter, r *http.Request, c *caller)
 		return err
 	}
 	writeJSON(w, http.StatusCreated, inv)
+	return nil
+}
+
+// invitePreview answers the invite page, before sign-up: the workspace's
+// name and slug only. Public, so limited per client IP like login (in its
+// bucket: both are what an address without an account can ask).
+func (s *Server) invitePreview(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	if err := s.rl.allow(s.now(), TierAuth, limitCheck{s.rl.loginIP, edge.IPKey(s.clientIP(r)), "invite_ip"}); err != nil {
+		return err
+	}
+	p, err := s.store.InvitePreview(r.Context(), r.PathValue("code"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, p)
 	return nil
 }
 

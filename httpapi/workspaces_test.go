@@ -166,3 +166,40 @@ func checkDirectory(t *testing.T, e *env) (ws *parley.Workspace, owner *account,
 	e.must(http.StatusBadRequest, "GET", "/workspaces/"+ws.ID+"/users?cursor=!!", owner.Token, nil, nil)
 	return ws, owner, members, outsider
 }
+
+// TestInvitePreview: the invite page names the workspace without a
+// session; unknown, used-up and expired codes are 404; it is limited per
+// client IP.
+func TestInvitePreview(t *testing.T) {
+	e := newEnv(t)
+	owner := mustAccount(t, e.store, "owner")
+	joiner := mustAccount(t, e.store, "joiner")
+	ws := mustWorkspace(t, e.store, owner)
+
+	var inv parley.Invite
+	e.must(http.StatusCreated, "POST", "/workspaces/"+ws.ID+"/invites", owner.Token, map[string]int{"max_uses": 1}, &inv)
+	r := e.must(http.StatusOK, "GET", "/invites/"+inv.Code, "", nil, nil)
+	var got map[string]any
+	r.decode(t, &got)
+	if len(got) != 2 || got["workspace_name"] != ws.Name || got["workspace_slug"] != ws.Slug {
+		t.Errorf("preview %v, want only the name %q and slug %q", got, ws.Name, ws.Slug)
+	}
+	// A preview spends nothing: the one use is still there.
+	e.must(http.StatusOK, "POST", "/invites/"+inv.Code+"/accept", joiner.Token, nil, nil)
+	e.must(http.StatusNotFound, "GET", "/invites/"+inv.Code, "", nil, nil) // used up
+	e.must(http.StatusNotFound, "GET", "/invites/nosuchcode", "", nil, nil)
+
+	e.must(http.StatusCreated, "POST", "/workspaces/"+ws.ID+"/invites", owner.Token, map[string]int{"expires_in_s": 60}, &inv)
+	e.must(http.StatusOK, "GET", "/invites/"+inv.Code, "", nil, nil)
+	e.clock.Advance(2 * time.Minute)
+	e.must(http.StatusNotFound, "GET", "/invites/"+inv.Code, "", nil, nil) // expired
+
+	// Limited per client IP: a fresh server with a bucket of two.
+	e = newEnv(t, func(c *Config) { c.Rates.LoginIP = parley.MustRate("1/min,burst=2") })
+	e.must(http.StatusNotFound, "GET", "/invites/nosuchcode", "", nil, nil)
+	e.must(http.StatusNotFound, "GET", "/invites/nosuchcode", "", nil, nil)
+	r = e.call("GET", "/invites/nosuchcode", "", nil)
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+		t.Errorf("3rd preview: %d (Retry-After %q), want 429 with Retry-After", r.Status, r.Header.Get("Retry-After"))
+	}
+}

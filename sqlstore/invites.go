@@ -159,6 +159,29 @@ func (s *Store) AcceptInvite(ctx context.Context, actor, code string) (*parley.W
 	return out, nil
 }
 
+// InvitePreview names the workspace of a live invite. It reads only: the
+// code is not spent. A used-up or expired code is as unknown as a wrong one.
+func (s *Store) InvitePreview(ctx context.Context, code string) (*parley.InvitePreview, error) {
+	hash := hashInviteCode(strings.ToLower(strings.TrimSpace(code)))
+	var out parley.InvitePreview
+	var maxUses, uses, expires int64
+	err := s.rdb.QueryRowContext(ctx,
+		`SELECT w.name, w.slug, i.max_uses, i.uses, i.expires_at
+		   FROM invites i JOIN workspaces w ON w.id = i.workspace_id
+		  WHERE i.code_hash = $1`, hash).
+		Scan(&out.WorkspaceName, &out.WorkspaceSlug, &maxUses, &uses, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, parley.Errorf(parley.ENOTFOUND, "invite not found or expired")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load invite preview: %w", err)
+	}
+	if expires <= micros(s.now()) || (maxUses > 0 && uses >= maxUses) {
+		return nil, parley.Errorf(parley.ENOTFOUND, "invite not found or expired")
+	}
+	return &out, nil
+}
+
 // joinGeneral adds a newcomer to the workspace's #general, if it still
 // exists as an active public channel, quietly: no member.joined goes to
 // its members (everyone, in most workspaces); the workspace.member_joined

@@ -99,6 +99,10 @@ func (g *Guard) AcceptInvite(ctx context.Context, actor, code string) (*parley.W
 	return call(g, ctx, Write, func(ctx context.Context) (*parley.Workspace, error) { return g.s.AcceptInvite(ctx, actor, code) })
 }
 
+func (g *Guard) InvitePreview(ctx context.Context, code string) (*parley.InvitePreview, error) {
+	return call(g, ctx, Read, func(ctx context.Context) (*parley.InvitePreview, error) { return g.s.InvitePreview(ctx, code) })
+}
+
 func (g *Guard) SetMemberRole(ctx context.Context, actor, workspaceID, userID string, role parley.Role) error {
 	_, err := call(g, ctx, Write, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, g.s.SetMemberRole(ctx, actor, workspaceID, userID, role)
@@ -322,6 +326,7 @@ var purposeOf = map[string]Purpose{
 	"ListWorkspaces":     Read,
 	"CreateInvite":       Write,
 	"AcceptInvite":       Write,
+	"InvitePreview":      Read,
 	"SetMemberRole":      Write,
 	"ListChannels":       Read,
 	"CreateChannel":      Write,

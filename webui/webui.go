@@ -136,8 +136,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// A missing asset or file-like path is a 404, not the app: a stale
-		// page asking for an old bundle must fail visibly.
-		if strings.HasPrefix(name, "assets/") || strings.Contains(path.Base(name), ".") {
+		// page asking for an old bundle must fail visibly. The app's own
+		// routes (/w/…, /invite/…) are the app whatever they end in: a
+		// channel's name may hold a dot.
+		if strings.HasPrefix(name, "assets/") || strings.Contains(path.Base(name), ".") && !clientRoute(name) {
 			h.opts.NotFound.ServeHTTP(w, r)
 			return
 		}
@@ -147,6 +149,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	h.serveFile(w, r, "index.html", h.index)
+}
+
+// clientRoute reports whether name (without its leading slash) is under
+// one of the web client's URL prefixes (web/app/src/lib/route.ts).
+func clientRoute(name string) bool {
+	return strings.HasPrefix(name, "w/") || strings.HasPrefix(name, "invite/")
 }
 
 // compressible file types: text that gzip shrinks several times over.

@@ -51,7 +51,8 @@ func TestCSPOnEveryResponse(t *testing.T) {
 func TestSPAFallbackAndCaching(t *testing.T) {
 	h := New(builtFS(), Options{})
 	// Client routes get the app shell, never cached for long.
-	for _, p := range []string{"/", "/index.html", "/w/W1/c/C1", "/threads", "/login"} {
+	for _, p := range []string{"/", "/index.html", "/w/W1/c/C1", "/threads", "/login",
+		"/w/acme/c/release-1.2", "/w/acme/c/v1.2/m/M1", "/w/acme/search?q=a.b", "/invite/abc", "/w/acme/u/U1", "/w/acme/c/general/t/R1"} {
 		rec := serve(h, "GET", p)
 		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `<div id="app">`) {
 			t.Fatalf("%s: %d %s", p, rec.Code, rec.Body)

@@ -7,6 +7,7 @@ import type {
 	ChannelHeader,
 	ChannelKind,
 	Invite,
+	InvitePreview,
 	ListOf,
 	LogEntry,
 	Member,
@@ -250,6 +251,11 @@ export class Api {
 
 	createInvite(ws: string, p: { max_uses?: number; expires_in_s?: number } = {}): Promise<Invite> {
 		return this.request('POST', `/workspaces/${seg(ws)}/invites`, p);
+	}
+
+	/** Which workspace an invite is for (no session needed): unknown and expired codes are 404. */
+	invitePreview(code: string): Promise<InvitePreview> {
+		return this.request('GET', `/invites/${seg(code)}`);
 	}
 
 	acceptInvite(code: string): Promise<Workspace> {

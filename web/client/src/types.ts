@@ -39,6 +39,12 @@ export interface Workspace {
 	role?: Role;
 }
 
+/** What an invite's page may show before sign-up: the workspace it is for. */
+export interface InvitePreview {
+	workspace_name: string;
+	workspace_slug: string;
+}
+
 export interface Invite {
 	code: string;
 	workspace_id: string;

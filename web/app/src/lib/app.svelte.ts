@@ -6,9 +6,21 @@
 // Components talk to the server only through this object (and the session's
 // state operations); none reaches for the session's Api.
 
-import { Api, ApiError, Session, type SessionNotification, type SessionState, type User, type Workspace } from '@parley/client';
+import { untrack } from 'svelte';
+import {
+	Api,
+	ApiError,
+	Session,
+	type InvitePreview,
+	type Message,
+	type SessionNotification,
+	type SessionState,
+	type User,
+	type Workspace,
+} from '@parley/client';
 import { plainText } from './markdown';
 import { watchPage } from './page';
+import { formatRoute, parseRoute, type Route } from './route';
 
 const TOKEN_KEY = 'parley.token';
 const WS_KEY = 'parley.workspace';
@@ -47,14 +59,254 @@ class App {
 	focusMessageId = $state<string | null>(null);
 	notifyPermission = $state<NotificationPermission | 'unsupported'>(typeof Notification === 'undefined' ? 'unsupported' : Notification.permission);
 	error = $state('');
+	/** What the URL asked for and cannot be shown (unknown or forbidden): a "not found" state. */
+	missing = $state<string | null>(null);
+	/** The invite the page was opened with, and what the server says it is for (null: unknown or expired). */
+	invite = $state<{ code: string; preview?: InvitePreview | null } | null>(null);
+	/** Bumped by Esc in the channel view: the channel was marked read by hand. */
+	readEpoch = $state(0);
+	/** A message of the user's to edit (↑ in an empty composer). */
+	editRequest = $state<string | null>(null);
 
 	private unsubscribe: (() => void)[] = [];
 	private pendingInvite: string | null = null;
 
+	// ---- the URL -------------------------------------------------------------
+	//
+	// Every view has a URL (route.ts). An effect writes the current view's URL:
+	// replaceState, or pushState when the change was a navigation (navigate()
+	// marks it). While a URL is being applied (boot, Back/Forward), nothing is
+	// written until the view is complete. Outside the chat screen the URL is
+	// left alone: it is what to show after sign-in.
+
+	/** The route the page was opened with, to show once a workspace is open. */
+	private wanted: Route = { kind: 'home' };
+	private applying = 0;
+	private pushNext = false;
+
+	constructor() {
+		if (typeof window === 'undefined') return;
+		$effect.root(() => {
+			$effect(() => {
+				const r = this.currentRoute();
+				untrack(() => this.writeUrl(r));
+			});
+		});
+		window.addEventListener('popstate', () => void this.onPopState());
+	}
+
+	/** The route of what is on screen; null when the URL should stay as it is. */
+	currentRoute(): Route | null {
+		const s = this.s;
+		if (this.screen !== 'chat' || !s?.workspace || this.missing) return null;
+		const ws = s.workspace.slug;
+		switch (this.view) {
+			case 'threads':
+			case 'directory':
+			case 'browse':
+				return { kind: this.view, ws };
+			case 'search':
+				return { kind: 'search', ws, q: this.searchQuery };
+		}
+		if (this.panel?.kind === 'profile') return { kind: 'user', ws, user: this.panel.userId };
+		const c = this.activeChannel;
+		if (!c) return { kind: 'workspace', ws };
+		const channel = c.kind === 'public' || c.kind === 'private' ? c.name : c.id;
+		if (this.panel?.kind === 'thread') return { kind: 'channel', ws, channel, thread: this.panel.rootId };
+		if (this.focusMessageId) return { kind: 'channel', ws, channel, message: this.focusMessageId };
+		return { kind: 'channel', ws, channel };
+	}
+
+	private writeUrl(r: Route | null): void {
+		if (!r || this.applying > 0) return;
+		const href = formatRoute(r);
+		const push = this.pushNext;
+		this.pushNext = false;
+		if (href === location.pathname + location.search) return;
+		if (push) history.pushState(null, '', href);
+		else history.replaceState(null, '', href);
+	}
+
+	/** The next URL change is a navigation: a new history entry. */
+	private navigate(): void {
+		this.pushNext = this.applying === 0;
+		this.missing = null;
+	}
+
+	/** A permanent link to a message (channel by id: names change). */
+	messageUrl(m: Pick<Message, 'id' | 'channel_id'>): string {
+		const ws = this.s?.workspace?.slug ?? '';
+		return location.origin + formatRoute({ kind: 'channel', ws, channel: m.channel_id, message: m.id });
+	}
+
+	/** Copy a message's link to the clipboard; false when the browser refused. */
+	async copyLink(m: Pick<Message, 'id' | 'channel_id'>): Promise<boolean> {
+		try {
+			await navigator.clipboard.writeText(this.messageUrl(m));
+			return true;
+		} catch {
+			return false;
+		}
+	}
+
+	private async onPopState(): Promise<void> {
+		const r = parseRoute(location.pathname, location.search);
+		if (this.screen !== 'chat') {
+			if (this.me && 'ws' in r) await this.openRoute(r);
+			return;
+		}
+		await this.openRoute(r);
+	}
+
+	/** Show a route in the right workspace (opening it when it is not the open one). */
+	private async openRoute(r: Route): Promise<void> {
+		if (r.kind === 'invalid') {
+			this.missing = 'There is no such page.';
+			if (this.screen !== 'chat') this.screen = 'workspaces';
+			return;
+		}
+		if (!('ws' in r)) return;
+		const open = this.s?.workspace;
+		if (this.screen === 'chat' && open && (open.slug === r.ws || open.id === r.ws)) {
+			await this.applyRoute(r);
+			return;
+		}
+		const ws = this.workspaces.find((w) => w.slug === r.ws || w.id === r.ws);
+		if (!ws) {
+			this.closeSession();
+			this.missing = `There is no workspace “${r.ws}”, or you are not a member of it.`;
+			this.screen = 'workspaces';
+			return;
+		}
+		await this.openWorkspace(ws.id, r);
+	}
+
+	/** Show a route of the open workspace; the URL is written once, at the end. */
+	private async applyRoute(r: Route): Promise<void> {
+		const session = this.session;
+		if (!session || !('ws' in r)) return;
+		this.applying++;
+		this.missing = null;
+		try {
+			switch (r.kind) {
+				case 'threads':
+				case 'directory':
+				case 'browse':
+					this.panel = null;
+					this.showView(r.kind);
+					break;
+				case 'search':
+					this.panel = null;
+					this.searchQuery = r.q;
+					this.showView('search');
+					break;
+				case 'user':
+					if (this.view !== 'channel' || !this.activeChannel) await this.openDefaultChannel();
+					this.panel = { kind: 'profile', userId: r.user };
+					break;
+				case 'workspace':
+					await this.openDefaultChannel();
+					break;
+				case 'channel':
+					await this.applyChannelRoute(session, r);
+					break;
+			}
+		} finally {
+			this.applying--;
+		}
+		this.writeUrl(this.currentRoute());
+	}
+
+	private async applyChannelRoute(session: Session, r: Extract<Route, { kind: 'channel' }>): Promise<void> {
+		const id = await this.resolveChannel(r.channel);
+		if (!id) {
+			this.notFound(`There is no channel “${r.channel}” here, or you do not have access to it.`);
+			return;
+		}
+		if (r.message) {
+			let m: Message;
+			try {
+				m = await session.api.getMessage(r.message);
+			} catch {
+				this.notFound('That message does not exist any more, or you do not have access to it.');
+				return;
+			}
+			if (m.channel_id !== id) {
+				this.notFound('That message is not in this channel.');
+				return;
+			}
+			if (this.panel?.kind === 'thread' && this.panel.rootId !== m.thread_root_id) this.closePanel();
+			await this.jumpTo(m);
+			return;
+		}
+		try {
+			await this.openChannel(id);
+		} catch {
+			this.notFound(`There is no channel “${r.channel}” here, or you do not have access to it.`);
+			return;
+		}
+		if (r.thread) {
+			if (this.panel?.kind !== 'thread' || this.panel.rootId !== r.thread) await this.openThread(r.thread);
+		} else if (this.panel?.kind === 'thread') this.closePanel();
+	}
+
+	/** A channel of the URL (an id, or a channel's name) as an id; null when it cannot be seen. */
+	private async resolveChannel(key: string): Promise<string | null> {
+		const st = this.session?.state;
+		if (!st) return null;
+		if (st.channelsById[key]) return key;
+		const named = st.channels.find((c) => c.name === key);
+		if (named) return named.id;
+		// A public channel the user is not in, by id or by name (ids are
+		// upper-case ULIDs with a prefix; names are lower case).
+		if (!/[a-z]/.test(key)) {
+			try {
+				return (await this.sessionApi().getChannel(key)).id;
+			} catch {
+				return null; // not an id the user may see
+			}
+		}
+		try {
+			const page = await this.browseChannels(key, undefined);
+			return page?.channels.find((c) => c.name === key)?.id ?? null;
+		} catch {
+			return null;
+		}
+	}
+
+	private notFound(text: string): void {
+		this.session?.closeChannel();
+		this.panel = null;
+		this.focusMessageId = null;
+		this.view = 'channel';
+		this.missing = text;
+	}
+
+	/** Open the channel a workspace starts in: the last one seen, else #general. */
+	private async openDefaultChannel(): Promise<void> {
+		const st = this.session?.state;
+		if (!st) return;
+		const ws = st.workspace?.id ?? '';
+		const lastChannel = store()?.getItem(CHANNEL_KEY + ws) ?? undefined;
+		const target =
+			(lastChannel && st.channelsById[lastChannel]?.is_member && lastChannel) ||
+			st.channels.find((c) => c.name === 'general')?.id ||
+			st.channels[0]?.id ||
+			st.dms[0]?.id;
+		if (target) await this.openChannel(target);
+	}
+
 	/** Start: resume a stored session, or show the log-in screen. */
 	async init(): Promise<void> {
-		const m = /^\/invite\/([^/?#]+)/.exec(location.pathname);
-		if (m) this.pendingInvite = decodeURIComponent(m[1]);
+		const route = parseRoute(location.pathname, location.search);
+		if (route.kind === 'invite') {
+			this.pendingInvite = route.code;
+			this.invite = { code: route.code };
+			this.api.invitePreview(route.code).then(
+				(p) => this.invite?.code === route.code && (this.invite = { code: route.code, preview: p }),
+				() => this.invite?.code === route.code && (this.invite = { code: route.code, preview: null }),
+			);
+		} else this.wanted = route;
 		const token = store()?.getItem(TOKEN_KEY);
 		if (!token) {
 			this.screen = 'auth';
@@ -98,6 +350,7 @@ class App {
 		if (this.pendingInvite) {
 			const code = this.pendingInvite;
 			this.pendingInvite = null;
+			this.invite = null;
 			history.replaceState(null, '', '/');
 			try {
 				await this.acceptInvite(code);
@@ -105,6 +358,13 @@ class App {
 			} catch (e) {
 				this.error = `The invite did not work: ${(e as Error).message}`;
 			}
+		}
+		// A link the page was opened with (kept through the log-in screen).
+		const want = this.wanted;
+		this.wanted = { kind: 'home' };
+		if (want.kind !== 'home') {
+			await this.openRoute(want);
+			if (this.screen === 'chat' || this.missing) return;
 		}
 		const last = store()?.getItem(WS_KEY);
 		const pick = this.workspaces.find((w) => w.id === last) ?? (this.workspaces.length === 1 ? this.workspaces[0] : undefined);
@@ -125,8 +385,9 @@ class App {
 	}
 
 	/** Boot into a workspace and connect; opens the last channel seen there. */
-	async openWorkspace(wsId: string): Promise<void> {
+	async openWorkspace(wsId: string, route?: Route): Promise<void> {
 		this.closeSession();
+		this.missing = null;
 		const token = this.api.getToken();
 		const session = new Session({ token });
 		this.session = session;
@@ -139,26 +400,29 @@ class App {
 			// reflected in state where it matters; keep a trace for developers.
 			session.on('error', (e) => console.warn('parley:', e.message)),
 		);
-		const lastChannel = store()?.getItem(CHANNEL_KEY + wsId) ?? undefined;
-		await session.start(wsId, { channelId: lastChannel });
-		store()?.setItem(WS_KEY, wsId);
-		this.view = 'channel';
-		this.panel = null;
-		this.screen = 'chat';
-		const st = session.state;
-		const target =
-			(lastChannel && st.channelsById[lastChannel]?.is_member && lastChannel) ||
-			st.channels.find((c) => c.name === 'general')?.id ||
-			st.channels[0]?.id ||
-			st.dms[0]?.id;
-		if (target) await this.openChannel(target);
+		const deep = route && route.kind !== 'workspace' && 'ws' in route;
+		const lastChannel = deep ? undefined : (store()?.getItem(CHANNEL_KEY + wsId) ?? undefined);
+		this.applying++; // the URL is written once the view is there
+		try {
+			await session.start(wsId, { channelId: lastChannel });
+			store()?.setItem(WS_KEY, wsId);
+			this.view = 'channel';
+			this.panel = null;
+			this.screen = 'chat';
+		} finally {
+			this.applying--;
+		}
+		if (deep) await this.applyRoute(route);
+		else await this.applyRoute({ kind: 'workspace', ws: session.state.workspace?.slug ?? wsId });
 	}
 
 	/** Back to the workspace picker. */
 	switchWorkspace(): void {
 		this.closeSession();
 		store()?.removeItem(WS_KEY);
+		this.missing = null;
 		this.screen = 'workspaces';
+		history.pushState(null, '', '/');
 	}
 
 	private closeSession() {
@@ -175,6 +439,7 @@ class App {
 		if (s) await s.logout();
 		else await this.api.logout().catch(() => {});
 		this.forget();
+		history.replaceState(null, '', '/');
 	}
 
 	/** Drop the token and show the log-in screen. */
@@ -197,6 +462,7 @@ class App {
 	async openChannel(channelId: string, focusMessageId: string | null = null): Promise<void> {
 		const session = this.session;
 		if (!session) return;
+		this.navigate();
 		this.view = 'channel';
 		this.focusMessageId = focusMessageId;
 		if ((this.panel?.kind === 'members' || this.panel?.kind === 'pins') && this.s?.activeChannelId !== channelId) this.panel = null;
@@ -217,12 +483,14 @@ class App {
 	}
 
 	async openThread(rootId: string): Promise<void> {
+		this.navigate();
 		this.panel = { kind: 'thread', rootId };
 		await this.session?.openThread(rootId);
 		void this.session?.markThreadRead(rootId);
 	}
 
 	closePanel(): void {
+		this.navigate();
 		if (this.panel?.kind === 'thread') this.session?.closeThread();
 		this.panel = null;
 	}
@@ -231,13 +499,40 @@ class App {
 	async jumpTo(m: { id: string; channel_id: string; seq: number; thread_root_id?: string }): Promise<void> {
 		const session = this.session;
 		if (!session) return;
+		this.navigate();
 		this.view = 'channel';
 		const target = await session.jumpTo(m);
 		this.focusMessageId = target;
 		if (m.thread_root_id) this.panel = { kind: 'thread', rootId: m.thread_root_id };
 	}
 
+	/** Alt+↑/↓: the previous or next conversation in the sidebar's order (unread ones only with Shift). */
+	async stepChannel(delta: 1 | -1, unreadOnly = false): Promise<void> {
+		const s = this.s;
+		if (!s) return;
+		const order = [...s.channels, ...s.dms];
+		if (order.length === 0) return;
+		const here = this.view === 'channel' ? order.findIndex((c) => c.id === s.activeChannelId) : -1;
+		for (let k = 1; k <= order.length; k++) {
+			const i = ((((here < 0 ? (delta > 0 ? -1 : 0) : here) + delta * k) % order.length) + order.length) % order.length;
+			const c = order[i];
+			if (c.id === s.activeChannelId && this.view === 'channel') continue;
+			if (unreadOnly && c.unread_count === 0) continue;
+			await this.openChannel(c.id);
+			return;
+		}
+	}
+
+	/** Esc in the channel view: mark the channel read now. */
+	markActiveRead(): void {
+		const id = this.view === 'channel' ? this.s?.activeChannelId : undefined;
+		if (!id) return;
+		this.readEpoch++;
+		void this.session?.markRead(id).catch((e: Error) => console.warn('parley:', e.message));
+	}
+
 	showView(v: View): void {
+		this.navigate();
 		this.view = v;
 		if (v !== 'channel') this.session?.closeChannel();
 	}

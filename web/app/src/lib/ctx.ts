@@ -56,4 +56,9 @@ export const rowContext: RowContext = {
 	get now() {
 		return clock.now;
 	},
+	get editRequest() {
+		return app.editRequest;
+	},
+	takeEditRequest: () => (app.editRequest = null),
+	copyLink: (m) => app.copyLink(m),
 };

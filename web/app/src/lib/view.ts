@@ -24,6 +24,11 @@ export interface RowContext {
 	canPin?: boolean;
 	/** Epoch ms for hiding statuses that ran out (reactive where the app provides it). */
 	now?: number;
+	/** A message to open for editing (↑ in an empty composer), and the call that takes the request. */
+	readonly editRequest?: string | null;
+	takeEditRequest?(): void;
+	/** Copy a link to the message; false when the clipboard refused. */
+	copyLink?(m: Message): Promise<boolean>;
 }
 
 /** A row of the virtualised list. */
