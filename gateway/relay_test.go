@@ -28,9 +28,14 @@ const (
 	relayPosts    = 1000
 	relayChannels = 8
 	relayPosters  = 4
-	// relayBound is the delivery bound the docs state for the default relay
-	// settings (grace 1 s, a pass every 250 ms): commit to a live session.
+	// relayBound is the delivery bound docs/delivery.md states for the
+	// default relay settings (grace 1 s, a pass every 250 ms): commit to a
+	// live session.
 	relayBound = 2 * time.Second
+	// relayBoundRace is the bound asserted under the race detector, which
+	// slows the relay's publish and flush several times over: the issue's
+	// 5 s.
+	relayBoundRace = 5 * time.Second
 )
 
 func TestRelayDeliversLostPublishesSQLite(t *testing.T) {
@@ -152,8 +157,12 @@ func testRelayDeliversLostPublishes(t *testing.T, sc sqlstore.Config) {
 	relayed := relayedEvents(t) - relayedBefore
 	t.Logf("%d lost publishes in %d channels, %d live sessions on 2 nodes: commit to delivery p50 %s, p99 %s, max %s; the relay published %.0f events",
 		relayPosts, relayChannels, 2, p50.Round(time.Millisecond), p99.Round(time.Millisecond), worst.Round(time.Millisecond), relayed)
-	if worst > relayBound {
-		t.Errorf("the slowest lost publish reached a live session %s after its commit, want ≤ %s", worst, relayBound)
+	bound := relayBound
+	if raceEnabled {
+		bound = relayBoundRace
+	}
+	if worst > bound {
+		t.Errorf("the slowest lost publish reached a live session %s after its commit, want ≤ %s", worst, bound)
 	}
 	if relayed < relayPosts {
 		t.Errorf("the relay published %.0f events, want ≥ %d", relayed, relayPosts)

@@ -27,7 +27,8 @@ type groupCommitter struct {
 	maxBatch int
 	now      func() time.Time
 	log      *slog.Logger
-	publish  func([]parley.Event) // publishes a commit's events; nil: none (and no outbox rows)
+	publish  func([]parley.Event) // publishes a commit's events; nil: none
+	outbox   bool                 // write the outbox rows of a commit's events (outbox.go)
 	stmts    *stmtCache           // SQLite only (nil on PostgreSQL); used by the run goroutine and its writes
 	retry    func(error) bool     // may a write that failed this way run again in the batch? nil: never
 	quit     chan struct{}
@@ -43,7 +44,7 @@ type writeReq struct {
 }
 
 func newGroupCommitter(db *sql.DB, maxBatch int, now func() time.Time, log *slog.Logger, publish func([]parley.Event),
-	stmts *stmtCache, retry func(error) bool) *groupCommitter {
+	outbox bool, stmts *stmtCache, retry func(error) bool) *groupCommitter {
 	g := &groupCommitter{
 		db:       db,
 		reqs:     make(chan *writeReq, maxBatch),
@@ -51,6 +52,7 @@ func newGroupCommitter(db *sql.DB, maxBatch int, now func() time.Time, log *slog
 		now:      now,
 		log:      log,
 		publish:  publish,
+		outbox:   outbox,
 		stmts:    stmts,
 		retry:    retry,
 		quit:     make(chan struct{}),
@@ -146,7 +148,7 @@ func (g *groupCommitter) commitOne(r *writeReq) {
 		return
 	}
 	for attempt := 1; ; attempt++ {
-		r.events, r.err = runTx(context.Background(), g.db, txTime(g.now()), r.ctx, r.fn, g.publish != nil)
+		r.events, r.err = runTx(context.Background(), g.db, txTime(g.now()), r.ctx, r.fn, g.outbox)
 		if r.err == nil || g.retry == nil || !g.retry(r.err) || attempt == maxWriteAttempts {
 			break
 		}
@@ -213,7 +215,7 @@ func (g *groupCommitter) commit(batch []*writeReq) {
 			events = append(events, r.events...)
 		}
 	}
-	if g.publish != nil {
+	if g.outbox {
 		// The outbox rows commit with the events (outbox.go).
 		if err := writeOutbox(ctx, base, now, events); err != nil {
 			sqlTx.Rollback()

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -52,6 +51,10 @@ type RelayConfig struct {
 	AckInterval time.Duration
 	// Batch bounds the channels one relay pass takes (default 256).
 	Batch int
+	// NoOutbox writes no outbox rows and runs neither acknowledgements nor
+	// the relay: the store as it was before the outbox. For the benchmark
+	// that measures the outbox's cost (docs/benchmarks.md); never in a node.
+	NoOutbox bool
 }
 
 // Defaults of RelayConfig.
@@ -321,9 +324,7 @@ func (o *outbox) relayOnce() {
 	start := time.Now()
 	n, err := o.relay(ctx)
 	relayPassSeconds.Observe(time.Since(start).Seconds())
-	if os.Getenv("RELAYDEBUG") != "" {
-		fmt.Fprintln(os.Stderr, "relay pass", time.Since(start), n, err)
-	}
+
 	if err != nil {
 		relayErrors.Inc()
 		o.s.log.Warn("outbox relay pass failed", "err", err)
@@ -384,13 +385,9 @@ func (o *outbox) relaySQLite(ctx context.Context, cutoff int64) (int, error) {
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
-	t0 := time.Now()
 	n, err := o.republish(ctx, o.s.rdb, rows)
 	if err != nil {
 		return 0, err
-	}
-	if os.Getenv("RELAYDEBUG") != "" {
-		defer func(t1 time.Time) { fmt.Fprintln(os.Stderr, "republish", t1.Sub(t0), "ack", time.Since(t1)) }(time.Now())
 	}
 	err = o.s.write(ctx, "outbox.relay", func(ctx context.Context, tx *Tx) error {
 		for _, r := range rows {
@@ -449,9 +446,6 @@ func (o *outbox) republish(ctx context.Context, q querier, rows []outboxRow) (in
 	}
 	if len(all) == 0 {
 		return 0, nil
-	}
-	if os.Getenv("RELAYDEBUG") != "" {
-		fmt.Fprintln(os.Stderr, "read", time.Since(now))
 	}
 	if cp, ok := o.s.pub.(checkedPublisher); ok {
 		if err := cp.PublishChecked(all); err != nil {

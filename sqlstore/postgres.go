@@ -47,7 +47,7 @@ func (s *Store) openPostgres(ctx context.Context, cfg Config) error {
 		batch = 64
 	}
 	for i := 0; i < lanes; i++ {
-		s.lanes = append(s.lanes, newGroupCommitter(db, batch, s.now, s.log, s.publisher(), nil, retryableInBatch))
+		s.lanes = append(s.lanes, newGroupCommitter(db, batch, s.now, s.log, s.publisher(), s.ob != nil, nil, retryableInBatch))
 	}
 	return nil
 }

@@ -102,7 +102,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.pub != nil {
+	if s.pub != nil && !cfg.Relay.NoOutbox {
 		s.ob = newOutbox(s, cfg.Relay)
 	}
 	var err error
@@ -176,10 +176,14 @@ type Tx struct {
 }
 
 // publisher is what the writers call with a commit's events: the outbox's
-// publish (nil without a publisher).
+// publish, or the publisher's own when the outbox is off (nil without a
+// publisher).
 func (s *Store) publisher() func([]parley.Event) {
 	if s.ob == nil {
-		return nil
+		if s.pub == nil {
+			return nil
+		}
+		return s.pub.Publish
 	}
 	return s.ob.publish
 }
@@ -202,8 +206,8 @@ func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Contex
 	} else {
 		var events []parley.Event
 		events, err = s.writePostgres(ctx, fn)
-		if err == nil && len(events) > 0 && s.ob != nil {
-			s.ob.publish(events)
+		if publish := s.publisher(); err == nil && len(events) > 0 && publish != nil {
+			publish(events)
 		}
 	}
 	if err != nil && parley.ErrorCode(err) == parley.EINTERNAL {
