@@ -518,3 +518,18 @@ func (s *Store) SetPublishFailpoint(drop func(parley.Event) bool) {
 	}
 	s.ob.failpoint.Store(&drop)
 }
+
+// OutboxBacklog returns how many channels have committed events not yet
+// known to be on the bus, and when the oldest of them was committed (zero
+// when none). Tests and operators' checks; it reads the whole outbox.
+func (s *Store) OutboxBacklog(ctx context.Context) (int, time.Time, error) {
+	var n int
+	var oldest sql.NullInt64
+	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*), MIN(since) FROM channel_outbox`).Scan(&n, &oldest); err != nil {
+		return 0, time.Time{}, fmt.Errorf("outbox backlog: %w", err)
+	}
+	if !oldest.Valid {
+		return n, time.Time{}, nil
+	}
+	return n, fromMicros(oldest.Int64), nil
+}
