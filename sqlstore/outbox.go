@@ -42,9 +42,11 @@ type RelayConfig struct {
 	// Tests only.
 	Off bool
 	// Interval is how often the relay looks for old rows (default 250 ms).
+	// With Config.LiveConfig set, the live key relay_interval_ms rules.
 	Interval time.Duration
 	// Grace is how old a row must be before the relay publishes it (default
 	// 1 s): well past a normal acknowledgement (AckInterval and a flush).
+	// With Config.LiveConfig set, the live key relay_grace_ms rules.
 	Grace time.Duration
 	// AckInterval is how often a node acknowledges what it published
 	// (default 100 ms).
@@ -187,7 +189,7 @@ func (o *outbox) start() {
 	go o.loop(o.cfg.AckInterval, o.ackPending)
 	if !o.cfg.Off {
 		o.wg.Add(1)
-		go o.loop(o.cfg.Interval, o.relayOnce)
+		go o.relayLoop()
 	}
 }
 
@@ -210,6 +212,43 @@ func (o *outbox) loop(every time.Duration, fn func()) {
 			fn()
 		}
 	}
+}
+
+// relayLoop runs a relay pass every interval (read again after each pass,
+// so that a live change takes effect at the next one).
+func (o *outbox) relayLoop() {
+	defer o.wg.Done()
+	t := time.NewTimer(o.interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-o.quit:
+			return
+		case <-t.C:
+			o.relayOnce()
+			t.Reset(o.interval())
+		}
+	}
+}
+
+// interval and grace are the relay's settings now: the live keys when the
+// store has a live configuration, RelayConfig's otherwise.
+func (o *outbox) interval() time.Duration {
+	if o.s.liveCfg != nil {
+		if ms := o.s.liveCfg.LiveConfig().RelayIntervalMS; ms > 0 {
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	return o.cfg.Interval
+}
+
+func (o *outbox) grace() time.Duration {
+	if o.s.liveCfg != nil {
+		if ms := o.s.liveCfg.LiveConfig().RelayGraceMS; ms > 0 {
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	return o.cfg.Grace
 }
 
 // publish hands a committed batch's events to the bus and notes the durable
@@ -338,7 +377,7 @@ func (o *outbox) relayOnce() {
 // relay publishes the events of every outbox row older than the grace
 // period, and acknowledges them; it returns how many events it published.
 func (o *outbox) relay(ctx context.Context) (int, error) {
-	cutoff := micros(txTime(o.s.now()).Add(-o.cfg.Grace))
+	cutoff := micros(txTime(o.s.now()).Add(-o.grace()))
 	if o.s.dialect == Postgres {
 		return o.relayPostgres(ctx, cutoff)
 	}
