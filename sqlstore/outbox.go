@@ -324,18 +324,113 @@ func (o *outbox) ackPending() {
 	slices.Sort(ids) // the row-lock order of writeOutbox
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := o.s.write(ctx, "outbox.ack", func(ctx context.Context, tx *Tx) error {
-		for _, id := range ids {
-			if err := ackRow(ctx, tx, id, acks[id].seq, tx.now); err != nil {
-				return err
+	var err error
+	if o.s.dialect == Postgres {
+		var busy []string
+		busy, err = o.ackPostgres(ctx, ids, acks)
+		if err == nil && len(busy) > 0 {
+			o.mu.Lock()
+			for _, id := range busy {
+				if b, ok := o.pending[id]; !ok || acks[id].seq > b.seq {
+					o.pending[id] = acks[id]
+				}
 			}
+			o.mu.Unlock()
 		}
-		return nil
-	})
+	} else {
+		err = o.s.write(ctx, "outbox.ack", func(ctx context.Context, tx *Tx) error {
+			for _, id := range ids {
+				if err := ackRow(ctx, tx, id, acks[id].seq, tx.now); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		o.s.log.Warn("outbox: acknowledgement failed", "channels", len(acks), "err", err)
 		requeue()
 	}
+}
+
+// ackPostgres acknowledges without ever waiting for a row lock: it takes
+// the rows no writer holds (FOR UPDATE SKIP LOCKED), and returns the
+// channels whose rows a writer held, to be acknowledged next round. A
+// writer thus never queues behind an acknowledgement that itself queues
+// behind other writers, and the two never deadlock.
+func (o *outbox) ackPostgres(ctx context.Context, ids []string, acks map[string]outboxAck) (busy []string, err error) {
+	tx, err := o.s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("outbox ack: begin: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT channel_id, seq FROM channel_outbox WHERE channel_id = ANY($1)
+		ORDER BY channel_id FOR UPDATE SKIP LOCKED`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("outbox ack: %w", err)
+	}
+	locked := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("outbox ack: %w", err)
+		}
+		locked[id] = seq
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox ack: %w", err)
+	}
+	var gone []string
+	now := txTime(o.s.now())
+	for _, id := range ids {
+		seq, ok := locked[id]
+		switch {
+		case !ok:
+			continue
+		case seq <= acks[id].seq:
+			gone = append(gone, id)
+		default:
+			if _, err := tx.ExecContext(ctx,
+				`UPDATE channel_outbox SET from_seq = $2, since = $3 WHERE channel_id = $1 AND from_seq <= $4`,
+				id, acks[id].seq+1, micros(now), acks[id].seq); err != nil {
+				return nil, fmt.Errorf("outbox ack %s: %w", id, err)
+			}
+		}
+	}
+	if len(gone) > 0 {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM channel_outbox WHERE channel_id = ANY($1)`, gone); err != nil {
+			return nil, fmt.Errorf("outbox ack: %w", err)
+		}
+	}
+	if len(locked) < len(ids) {
+		// Rows not taken: gone already, or held by a writer right now. A
+		// plain read (no lock, no wait) tells them apart.
+		rows, err := tx.QueryContext(ctx, `SELECT channel_id FROM channel_outbox WHERE channel_id = ANY($1)`, ids)
+		if err != nil {
+			return nil, fmt.Errorf("outbox ack: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("outbox ack: %w", err)
+			}
+			if _, ok := locked[id]; !ok {
+				busy = append(busy, id)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("outbox ack: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("outbox ack: commit: %w", err)
+	}
+	return busy, nil
 }
 
 // ackRow records that channelID's events up to seq are on the bus: its row
