@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -619,11 +620,15 @@ func eventTopics(ctx context.Context, q querier, channelID string, evs []parley.
 		case parley.EventChannelCreated, parley.EventChannelUpdated, parley.EventChannelArchived:
 			if !loaded {
 				loaded = true
-				if err := q.QueryRowContext(ctx, `SELECT kind FROM channels WHERE workspace_id = $1 AND id = $2`,
-					ev.WorkspaceID, channelID).Scan(&kind); err != nil {
+				err := q.QueryRowContext(ctx, `SELECT kind FROM channels WHERE workspace_id = $1 AND id = $2`,
+					ev.WorkspaceID, channelID).Scan(&kind)
+				if errors.Is(err, sql.ErrNoRows) {
+					// No channel row: no members to tell either. The
+					// channel's own topic still carries the event.
+					kind = string(parley.KindPublic)
+				} else if err != nil {
 					return fmt.Errorf("relay: kind of %s: %w", channelID, err)
 				}
-				var err error
 				if members, err = channelMemberIDs(ctx, q, ev.WorkspaceID, channelID); err != nil {
 					return fmt.Errorf("relay: members of %s: %w", channelID, err)
 				}
