@@ -1,6 +1,0 @@
-//go:build !race
-
-package gateway
-
-// raceEnabled: see race_on_test.go.
-const raceEnabled = false
