@@ -30,7 +30,7 @@ func BenchmarkPostOutbox(b *testing.B) {
 		}},
 		{"postgres", func(tb testing.TB) sqlstore.Config { return sqlstore.Config{PostgresURL: testpg.New(tb)} }},
 	}
-	const outboxRound = 250
+	const outboxRound = 100
 	for _, d := range dialects {
 		b.Run(d.name, func(b *testing.B) {
 			teams := map[bool]*benchTeam{}
