@@ -34,6 +34,7 @@ type LiveConfig struct {
 	StoreGuardConfig
 	JoinLimitConfig
 	SlowModeConfig
+	RelayConfig
 }
 
 // DefaultLiveConfig is the configuration of a new installation.
@@ -43,7 +44,8 @@ func DefaultLiveConfig() LiveConfig {
 		HotConfig: DefaultHotConfig(), ViewConfig: DefaultViewConfig(),
 		RecentConfig:     DefaultRecentConfig(),
 		StoreGuardConfig: DefaultStoreGuardConfig(),
-		JoinLimitConfig:  DefaultJoinLimitConfig(), SlowModeConfig: DefaultSlowModeConfig()}
+		JoinLimitConfig:  DefaultJoinLimitConfig(), SlowModeConfig: DefaultSlowModeConfig(),
+		RelayConfig: DefaultRelayConfig()}
 }
 
 // DefaultGatewayCompressionMinBytes is the default of

@@ -60,14 +60,21 @@ func newEnv(t testing.TB, mutate func(*Config)) *env {
 // newEnvWith also lets the test adjust the HTTP server before it starts.
 func newEnvWith(t testing.TB, mutate func(*Config), server func(*http.Server)) *env {
 	t.Helper()
+	return newEnvOn(t, sqlstore.Config{Path: filepath.Join(t.TempDir(), "parley.db")}, mutate, server)
+}
+
+// newEnvOn is newEnvWith on the store sc names (its Publisher and Logger
+// are set here).
+func newEnvOn(t testing.TB, sc sqlstore.Config, mutate func(*Config), server func(*http.Server)) *env {
+	t.Helper()
 	e := &env{t: t, reg: prometheus.NewRegistry()}
 	var err error
 	e.bus, err = natsbus.Start(natsbus.Config{Logger: quietLogger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.store, err = sqlstore.Open(context.Background(), sqlstore.Config{
-		Path: filepath.Join(t.TempDir(), "parley.db"), Publisher: e.bus, Logger: quietLogger})
+	sc.Publisher, sc.Logger = e.bus, quietLogger
+	e.store, err = sqlstore.Open(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,10 +199,11 @@ type client struct {
 	ws *websocket.Conn
 
 	mu        sync.Mutex
-	frames    []frame // guarded by mu
-	read      int     // frames consumed by next; guarded by mu
-	closeErr  error   // guarded by mu
-	closed    bool    // guarded by mu
+	frames    []frame     // guarded by mu
+	at        []time.Time // when each frame arrived; guarded by mu
+	read      int         // frames consumed by next; guarded by mu
+	closeErr  error       // guarded by mu
+	closed    bool        // guarded by mu
 	notify    chan struct{}
 	rawFrames [][]byte // guarded by mu
 }
@@ -212,6 +220,7 @@ func (e *env) dial(header http.Header) (*client, *http.Response, error) {
 		}
 		c.mu.Lock()
 		c.frames = append(c.frames, f)
+		c.at = append(c.at, time.Now())
 		c.rawFrames = append(c.rawFrames, append([]byte(nil), data...))
 		c.mu.Unlock()
 		c.poke()

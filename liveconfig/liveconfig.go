@@ -175,6 +175,7 @@ type Patch struct {
 	RecentPatch
 	StoreGuardPatch
 	JoinPatch
+	RelayPatch
 }
 
 // RatePatch holds the rate limits of a change: each a text such as
@@ -252,6 +253,9 @@ func (p Patch) Apply(c parley.LiveConfig) (parley.LiveConfig, error) {
 		return c, err
 	}
 	if err := p.JoinPatch.apply(&c); err != nil {
+		return c, err
+	}
+	if err := p.RelayPatch.apply(&c); err != nil {
 		return c, err
 	}
 	return c, nil

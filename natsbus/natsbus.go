@@ -282,7 +282,20 @@ func startEmbedded(cfg Config, log *slog.Logger) (*server.Server, error) {
 // Publish sends each event on each of its topics. It returns once the
 // messages are in the connection's buffer; failures are logged and counted,
 // and the event is then lost to the bus (the store's log still has it).
-func (b *Bus) Publish(events []parley.Event) {
+func (b *Bus) Publish(events []parley.Event) { b.PublishChecked(events) }
+
+// PublishChecked is Publish that also says whether anything failed: the
+// first error, nil when every message is in the connection's buffer (the
+// store's outbox acknowledges only then; Flush says when the server has
+// them).
+func (b *Bus) PublishChecked(events []parley.Event) error {
+	var first error
+	failed := func(ev parley.Event, topic string, err error) {
+		b.publishFailed(ev, topic, err)
+		if first == nil {
+			first = fmt.Errorf("publish %s to %q: %w", ev.Type, topic, err)
+		}
+	}
 	for i := range events {
 		ev := events[i]
 		topics := ev.Topics
@@ -292,21 +305,22 @@ func (b *Bus) Publish(events []parley.Event) {
 		ev.Topics = nil // the subject says it; keep it off the wire
 		data, err := json.Marshal(ev)
 		if err != nil {
-			b.publishFailed(ev, "", err)
+			failed(ev, "", err)
 			continue
 		}
 		for _, topic := range topics {
 			if err := checkTopic(topic, false); err != nil {
-				b.publishFailed(ev, topic, err)
+				failed(ev, topic, err)
 				continue
 			}
 			if err := b.nc.Publish(b.subject(topic), data); err != nil {
-				b.publishFailed(ev, topic, err)
+				failed(ev, topic, err)
 				continue
 			}
 			b.metrics.published.Inc()
 		}
 	}
+	return first
 }
 
 func (b *Bus) publishFailed(ev parley.Event, topic string, err error) {

@@ -27,9 +27,10 @@ type groupCommitter struct {
 	maxBatch int
 	now      func() time.Time
 	log      *slog.Logger
-	pub      parley.EventPublisher // may be nil
-	stmts    *stmtCache            // SQLite only (nil on PostgreSQL); used by the run goroutine and its writes
-	retry    func(error) bool      // may a write that failed this way run again in the batch? nil: never
+	publish  func([]parley.Event) // publishes a commit's events; nil: none
+	outbox   bool                 // write the outbox rows of a commit's events (outbox.go)
+	stmts    *stmtCache           // SQLite only (nil on PostgreSQL); used by the run goroutine and its writes
+	retry    func(error) bool     // may a write that failed this way run again in the batch? nil: never
 	quit     chan struct{}
 	done     chan struct{} // closed when run returns
 }
@@ -42,15 +43,16 @@ type writeReq struct {
 	done   chan struct{}
 }
 
-func newGroupCommitter(db *sql.DB, maxBatch int, now func() time.Time, log *slog.Logger, pub parley.EventPublisher,
-	stmts *stmtCache, retry func(error) bool) *groupCommitter {
+func newGroupCommitter(db *sql.DB, maxBatch int, now func() time.Time, log *slog.Logger, publish func([]parley.Event),
+	outbox bool, stmts *stmtCache, retry func(error) bool) *groupCommitter {
 	g := &groupCommitter{
 		db:       db,
 		reqs:     make(chan *writeReq, maxBatch),
 		maxBatch: maxBatch,
 		now:      now,
 		log:      log,
-		pub:      pub,
+		publish:  publish,
+		outbox:   outbox,
 		stmts:    stmts,
 		retry:    retry,
 		quit:     make(chan struct{}),
@@ -146,13 +148,13 @@ func (g *groupCommitter) commitOne(r *writeReq) {
 		return
 	}
 	for attempt := 1; ; attempt++ {
-		r.events, r.err = runTx(context.Background(), g.db, txTime(g.now()), r.ctx, r.fn)
+		r.events, r.err = runTx(context.Background(), g.db, txTime(g.now()), r.ctx, r.fn, g.outbox)
 		if r.err == nil || g.retry == nil || !g.retry(r.err) || attempt == maxWriteAttempts {
 			break
 		}
 	}
-	if r.err == nil && g.pub != nil && len(r.events) > 0 {
-		g.pub.Publish(r.events)
+	if r.err == nil && g.publish != nil && len(r.events) > 0 {
+		g.publish(r.events)
 	}
 }
 
@@ -207,6 +209,20 @@ func (g *groupCommitter) commit(batch []*writeReq) {
 			}
 		}
 	}
+	var events []parley.Event
+	for _, r := range batch {
+		if r.err == nil {
+			events = append(events, r.events...)
+		}
+	}
+	if g.outbox {
+		// The outbox rows commit with the events (outbox.go).
+		if err := writeOutbox(ctx, base, now, events); err != nil {
+			sqlTx.Rollback()
+			finish(err)
+			return
+		}
+	}
 	if err := sqlTx.Commit(); err != nil {
 		g.log.Error("group commit failed", "batch", len(batch), "err", err)
 		finish(fmt.Errorf("commit: %w", err))
@@ -214,14 +230,8 @@ func (g *groupCommitter) commit(batch []*writeReq) {
 	}
 	// Publishing here, in batch order, before anyone is answered, keeps the
 	// bus in commit order: a channel's events leave this node in seq order.
-	if g.pub != nil {
-		var events []parley.Event
-		for _, r := range batch {
-			events = append(events, r.events...)
-		}
-		if len(events) > 0 {
-			g.pub.Publish(events)
-		}
+	if g.publish != nil && len(events) > 0 {
+		g.publish(events)
 	}
 	finish(nil)
 }

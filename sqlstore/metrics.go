@@ -23,11 +23,42 @@ var (
 		Name: "parley_store_op_errors_total",
 		Help: "Store write operations that failed with an internal error (not a refusal such as not found or forbidden), by operation and dialect.",
 	}, []string{"op", "dialect"})
+
+	// The outbox relay (outbox.go).
+	relayEvents = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "parley_relay_republished_events_total",
+		Help: "Durable events the outbox relay published from the log because their publish was not acknowledged within the grace period.",
+	})
+	relayChannels = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "parley_relay_republished_channels_total",
+		Help: "Outbox rows (one channel's unacknowledged events each) the relay published.",
+	})
+	relayLagSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "parley_relay_lag_seconds",
+		Help: "Age of an outbox row when the relay published it: from the commit of its first unacknowledged event (or its last partial acknowledgement) to the relay pass.",
+		// 250 ms … 64 s
+		Buckets: prometheus.ExponentialBuckets(0.25, 2, 9),
+	})
+	relayPassSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "parley_relay_pass_seconds",
+		Help: "Duration of one outbox relay pass (the query for old rows, and publishing them when there are any).",
+		// 100 µs … 6.5 s
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 17),
+	})
+	relayErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "parley_relay_errors_total",
+		Help: "Outbox relay passes that failed (store or bus error); the rows stay for the next pass.",
+	})
+	relayFailpointDrops = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "parley_relay_failpoint_drops_total",
+		Help: "Publishes dropped by the test-only failpoint between commit and publish (always 0 in production).",
+	})
 )
 
 // Collectors are the store's metrics, for a registry.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{opSeconds, opErrors, postLimits}
+	return []prometheus.Collector{opSeconds, opErrors, postLimits,
+		relayEvents, relayChannels, relayLagSeconds, relayPassSeconds, relayErrors, relayFailpointDrops}
 }
 
 // observe records one write operation named op that started at start;

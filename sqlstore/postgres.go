@@ -47,7 +47,7 @@ func (s *Store) openPostgres(ctx context.Context, cfg Config) error {
 		batch = 64
 	}
 	for i := 0; i < lanes; i++ {
-		s.lanes = append(s.lanes, newGroupCommitter(db, batch, s.now, s.log, s.pub, nil, retryableInBatch))
+		s.lanes = append(s.lanes, newGroupCommitter(db, batch, s.now, s.log, s.publisher(), s.ob != nil, nil, retryableInBatch))
 	}
 	return nil
 }
@@ -81,12 +81,14 @@ func (s *Store) writePostgres(ctx context.Context, fn func(context.Context, *Tx)
 }
 
 func (s *Store) writePostgresOnce(ctx context.Context, fn func(context.Context, *Tx) error) ([]parley.Event, error) {
-	return runTx(ctx, s.wdb, txTime(s.now()), ctx, fn)
+	return runTx(ctx, s.wdb, txTime(s.now()), ctx, fn, s.ob != nil)
 }
 
 // runTx runs fn in a transaction of its own on db and returns the events it
-// appended. The transaction runs under txCtx; fn gets fnCtx.
-func runTx(txCtx context.Context, db *sql.DB, now time.Time, fnCtx context.Context, fn func(context.Context, *Tx) error) ([]parley.Event, error) {
+// appended. The transaction runs under txCtx; fn gets fnCtx. With outbox set
+// it writes the events' outbox rows before the commit (outbox.go).
+func runTx(txCtx context.Context, db *sql.DB, now time.Time, fnCtx context.Context, fn func(context.Context, *Tx) error,
+	outbox bool) ([]parley.Event, error) {
 	sqlTx, err := db.BeginTx(txCtx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -95,6 +97,12 @@ func runTx(txCtx context.Context, db *sql.DB, now time.Time, fnCtx context.Conte
 	if err := fn(fnCtx, tx); err != nil {
 		sqlTx.Rollback()
 		return nil, err
+	}
+	if outbox {
+		if err := writeOutbox(txCtx, sqlTx, now, tx.events); err != nil {
+			sqlTx.Rollback()
+			return nil, err
+		}
 	}
 	if err := sqlTx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)

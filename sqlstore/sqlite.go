@@ -74,6 +74,6 @@ func (s *Store) openSQLite(ctx context.Context, cfg Config) error {
 	if batch <= 0 {
 		batch = 256
 	}
-	s.gc = newGroupCommitter(wdb, batch, s.now, s.log, s.pub, newStmtCache(wdb, s.log), nil)
+	s.gc = newGroupCommitter(wdb, batch, s.now, s.log, s.publisher(), s.ob != nil, newStmtCache(wdb, s.log), nil)
 	return nil
 }

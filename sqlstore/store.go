@@ -59,6 +59,9 @@ type Config struct {
 	// Caps bounds reactions, pins, private channel members, channels and
 	// outstanding invites (parley.Caps; zero fields take the defaults).
 	Caps parley.Caps
+	// Relay tunes the outbox and its relay (outbox.go), which run whenever
+	// Publisher is set.
+	Relay RelayConfig
 }
 
 // Dialect names the database behind a Store.
@@ -78,6 +81,7 @@ type Store struct {
 	lanes   []*groupCommitter // PostgreSQL's per-key writers (writeChannel)
 	rstmts  *readStmts        // SQLite's reader pool: prepared statements (stmtcache.go); nil on PostgreSQL
 	pub     parley.EventPublisher
+	ob      *outbox // the outbox and relay; nil without a publisher
 	log     *slog.Logger
 	now     func() time.Time
 	liveCfg parley.LiveConfigSource
@@ -98,6 +102,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if s.pub != nil && !cfg.Relay.NoOutbox {
+		s.ob = newOutbox(s, cfg.Relay)
+	}
 	var err error
 	if cfg.PostgresURL != "" {
 		err = s.openPostgres(ctx, cfg)
@@ -110,6 +117,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := migrate(ctx, s.wdb, s.dialect); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if s.ob != nil {
+		s.ob.start()
 	}
 	return s, nil
 }
@@ -127,6 +137,9 @@ func (s *Store) Dialect() Dialect { return s.dialect }
 
 // Close stops the writer and closes the pools.
 func (s *Store) Close() error {
+	if s.ob != nil && s.ob.started {
+		s.ob.stop()
+	}
 	if s.gc != nil {
 		s.gc.close()
 	}
@@ -162,6 +175,19 @@ type Tx struct {
 	stmts  *stmtCache // SQLite's writer only (stmtcache.go); nil on PostgreSQL
 }
 
+// publisher is what the writers call with a commit's events: the outbox's
+// publish, or the publisher's own when the outbox is off (nil without a
+// publisher).
+func (s *Store) publisher() func([]parley.Event) {
+	if s.ob == nil {
+		if s.pub == nil {
+			return nil
+		}
+		return s.pub.Publish
+	}
+	return s.ob.publish
+}
+
 // txTime is a write transaction's clock reading: UTC and whole
 // microseconds, exactly what the database stores, so that values returned
 // from a write equal those read back later.
@@ -180,8 +206,8 @@ func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Contex
 	} else {
 		var events []parley.Event
 		events, err = s.writePostgres(ctx, fn)
-		if err == nil && len(events) > 0 && s.pub != nil {
-			s.pub.Publish(events)
+		if publish := s.publisher(); err == nil && len(events) > 0 && publish != nil {
+			publish(events)
 		}
 	}
 	if err != nil && parley.ErrorCode(err) == parley.EINTERNAL {

@@ -66,6 +66,10 @@ Settings:
   join_burst                   n           joins a channel's bucket holds at once (default 20)
   slow_mode_enabled, slow_mode_dry_run    true|false  enforce channels' slow_mode_seconds and
                                            post_limit_per_minute (default on, not dry run)
+  relay_grace_ms               n           a channel's events unacknowledged on the bus this long are
+                                           published from the log by a relay (default 1000)
+  relay_interval_ms            n           how often each node's relay looks (default 250)
+                                           (docs/delivery.md)
   (docs/security.md lists every limit and its default; docs/join-limits.md the join
   limiter and slow mode)`,
 	}
