@@ -174,11 +174,10 @@ type write struct {
 // receipt is one message.created a reader was handed.
 type receipt struct {
 	seq   int64
-	cmid  string
+	cmid  string // only in the author's copy
 	at    time.Time
-	made  time.Time // the message's created_at: its commit
-	live  bool      // from the gateway (not a catch-up over HTTP)
-	order int       // position in the reader's stream of the channel
+	live  bool // from the gateway (not a catch-up over HTTP)
+	order int  // position in the reader's stream of the channel
 }
 
 // chaosReader is one user's gateway session and what it received.
@@ -471,17 +470,23 @@ func (rd *chaosReader) handle(ev client.Event) {
 	if ev.Type != parley.EventMessageCreated {
 		return
 	}
-	var m struct {
-		ClientMsgID string    `json:"client_msg_id"`
-		CreatedAt   time.Time `json:"created_at"`
-	}
-	_ = json.Unmarshal(ev.Data, &m)
+	cmid, _ := messageOf(ev.Data)
 	rd.mu.Lock()
 	rd.receipts[ev.ChannelID] = append(rd.receipts[ev.ChannelID], receipt{
-		seq: ev.Seq, cmid: m.ClientMsgID, at: now, made: m.CreatedAt,
+		seq: ev.Seq, cmid: cmid, at: now,
 		live: ev.Source == client.SourceGateway, order: rd.n})
 	rd.n++
 	rd.mu.Unlock()
+}
+
+// messageOf reads a message.created payload's client_msg_id and
+// created_at (the commit time: the store stamps it in the transaction).
+func messageOf(data json.RawMessage) (cmid string, made time.Time) {
+	var d parley.MessageEventData
+	if json.Unmarshal(data, &d) != nil || d.Message == nil {
+		return "", time.Time{}
+	}
+	return d.Message.ClientMsgID, d.Message.CreatedAt
 }
 
 // writeLoad posts at cfg.Rate until ctx ends: each writer posts in turn,

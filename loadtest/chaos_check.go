@@ -74,6 +74,10 @@ type LatencyRow struct {
 	P90    float64 `json:"p90_ms"`
 	P99    float64 `json:"p99_ms"`
 	Max    float64 `json:"max_ms"`
+	// Post sent → delivery: the writer's wait included (retries, stalls).
+	E2EP50 float64 `json:"e2e_p50_ms"`
+	E2EP99 float64 `json:"e2e_p99_ms"`
+	E2EMax float64 `json:"e2e_max_ms"`
 }
 
 // ChaosSecond is one second of the timeline (since the load began).
@@ -110,6 +114,7 @@ type ChaosReport struct {
 	OutOfOrder  []Anomaly     `json:"out_of_order"`
 	Mismatched  []Anomaly     `json:"mismatched"`
 	Recovered   []Anomaly     `json:"recovered"`
+	Failed      []Anomaly     `json:"failed"` // not acknowledged, not committed (allowed)
 	Latency     []LatencyRow  `json:"latency"`
 	Client      client.Stats  `json:"client"` // summed over the readers
 	Timeline    []ChaosSecond `json:"timeline"`
@@ -147,6 +152,7 @@ func (c *checker) missing(ch string, h int64) []int64 {
 // logged is a message of a log.
 type logged struct {
 	seq  int64
+	cmid string
 	made time.Time
 }
 
@@ -168,8 +174,10 @@ func (r *chaosRun) check(readers []*chaosReader, hist map[string][]parley.Event,
 	cnt := &rep.Counts
 
 	// The logs: seqs 1, 2, 3, … and each client_msg_id once.
-	inLog := map[string]logged{} // client_msg_id → its message
+	inLog := map[string]logged{}           // client_msg_id → its message
+	bySeq := map[string]map[int64]logged{} // channel → seq → its message
 	for ch, evs := range hist {
+		bySeq[ch] = map[int64]logged{}
 		for i, ev := range evs {
 			if ev.Seq != int64(i+1) {
 				addAnomaly(&rep.OutOfOrder, &cnt.OutOfOrder, Anomaly{Channel: ch, Seq: ev.Seq,
@@ -178,38 +186,37 @@ func (r *chaosRun) check(readers []*chaosReader, hist map[string][]parley.Event,
 			if ev.Type != parley.EventMessageCreated {
 				continue
 			}
-			var m struct {
-				ClientMsgID string    `json:"client_msg_id"`
-				CreatedAt   time.Time `json:"created_at"`
-			}
-			_ = json.Unmarshal(ev.Data, &m)
-			if m.ClientMsgID == "" {
+			cmid, made := messageOf(ev.Data)
+			if cmid == "" {
 				continue
 			}
-			if prev, ok := inLog[m.ClientMsgID]; ok {
-				addAnomaly(&rep.Duplicated, &cnt.Duplicated, Anomaly{Channel: ch, CMID: m.ClientMsgID, Seq: ev.Seq,
+			if prev, ok := inLog[cmid]; ok {
+				addAnomaly(&rep.Duplicated, &cnt.Duplicated, Anomaly{Channel: ch, CMID: cmid, Seq: ev.Seq,
 					Detail: fmt.Sprintf("in the log at seq %d and %d", prev.seq, ev.Seq)})
 				continue
 			}
-			inLog[m.ClientMsgID] = logged{ev.Seq, m.CreatedAt}
+			inLog[cmid] = logged{ev.Seq, cmid, made}
+			bySeq[ch][ev.Seq] = inLog[cmid]
 			cnt.Committed++
 		}
 	}
 
 	// The writers' histories against the logs.
+	sent := map[string]time.Time{}
 	for _, w := range writes {
+		sent[w.CMID] = w.Sent
 		cnt.Posts++
 		l, ok := inLog[w.CMID]
 		switch {
 		case w.Acked.IsZero() && ok:
 			addAnomaly(&rep.Recovered, &cnt.Recovered, Anomaly{Channel: w.Channel, CMID: w.CMID, Seq: l.seq, Detail: w.Err})
 		case w.Acked.IsZero():
-			cnt.Failed++
+			addAnomaly(&rep.Failed, &cnt.Failed, Anomaly{Channel: w.Channel, CMID: w.CMID, Detail: w.Err})
 		case !ok:
 			cnt.Acked++
 			addAnomaly(&rep.Lost, &cnt.Lost, Anomaly{Channel: w.Channel, CMID: w.CMID, Seq: w.Seq,
 				Detail: fmt.Sprintf("acknowledged at %s with seq %d; handed to %d readers; not in the log",
-					w.Acked.UTC().Format(time.RFC3339Nano), w.Seq, r.handedCount(readers, w.Channel, w.CMID))})
+					w.Acked.UTC().Format(time.RFC3339Nano), w.Seq, r.handedCount(readers, w.Channel, w.Seq))})
 		default:
 			cnt.Acked++
 			if l.seq != w.Seq {
@@ -253,8 +260,11 @@ func (r *chaosRun) check(readers []*chaosReader, hist map[string][]parley.Event,
 				}
 				seen[rc.seq] = true
 				last = max(last, rc.seq)
-				if !rc.made.IsZero() && strings.HasPrefix(rc.cmid, "chaos-") {
-					lats = append(lats, receiptLat{made: rc.made, at: rc.at, ms: float64(rc.at.Sub(rc.made)) / 1e6})
+				// Only the author's copy carries the client_msg_id: the
+				// log says which post a seq is.
+				if l, ok := bySeq[ch][rc.seq]; ok && strings.HasPrefix(l.cmid, "chaos-") {
+					lats = append(lats, receiptLat{made: l.made, sent: sent[l.cmid], at: rc.at,
+						ms: float64(rc.at.Sub(l.made)) / 1e6, e2e: float64(rc.at.Sub(sent[l.cmid])) / 1e6})
 				}
 			}
 		}
@@ -280,13 +290,13 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// handedCount counts the readers handed client_msg_id cmid in ch.
-func (r *chaosRun) handedCount(readers []*chaosReader, ch, cmid string) int {
+// handedCount counts the readers handed seq of ch.
+func (r *chaosRun) handedCount(readers []*chaosReader, ch string, seq int64) int {
 	n := 0
 	for _, rd := range readers {
 		rd.mu.Lock()
 		for _, rc := range rd.receipts[ch] {
-			if rc.cmid == cmid {
+			if rc.seq == seq {
 				n++
 				break
 			}
@@ -305,8 +315,8 @@ func evType(evs []parley.Event, seq int64) string {
 }
 
 type receiptLat struct {
-	made, at time.Time
-	ms       float64
+	made, sent, at time.Time
+	ms, e2e        float64 // commit→delivery, post sent→delivery
 }
 
 func pct(sorted []float64, p float64) float64 {
@@ -317,39 +327,43 @@ func pct(sorted []float64, p float64) float64 {
 	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
-func latencyRow(name string, ms []float64) LatencyRow {
+func latencyRow(name string, lats []receiptLat) LatencyRow {
+	ms := make([]float64, len(lats))
+	e2e := make([]float64, len(lats))
+	for i, l := range lats {
+		ms[i], e2e[i] = l.ms, l.e2e
+	}
 	sort.Float64s(ms)
+	sort.Float64s(e2e)
 	row := LatencyRow{Window: name, Count: len(ms)}
 	if len(ms) > 0 {
 		row.P50, row.P90, row.P99, row.Max = pct(ms, .5), pct(ms, .9), pct(ms, .99), ms[len(ms)-1]
+		row.E2EP50, row.E2EP99, row.E2EMax = pct(e2e, .5), pct(e2e, .99), e2e[len(e2e)-1]
 	}
 	return row
 }
 
-// latencyRows groups the receipts by the window their message was
-// committed in: outside every fault ("none"), each fault kind, each fault.
+// latencyRows groups the receipts by the window their post was sent in:
+// outside every fault ("none"), each fault kind, each fault. (Sent, not
+// committed: a post sent into a stalled database commits after the heal.)
 func latencyRows(lats []receiptLat, faults []Fault) []LatencyRow {
-	byKind := map[string][]float64{}
-	byFault := make([][]float64, len(faults))
+	byKind := map[string][]receiptLat{}
+	byFault := make([][]receiptLat, len(faults))
 	for _, l := range lats {
 		in := false
 		for i, f := range faults {
-			if !l.made.Before(f.Start) && !l.made.After(f.End) {
-				byKind[f.Kind] = append(byKind[f.Kind], l.ms)
-				byFault[i] = append(byFault[i], l.ms)
+			if !l.sent.Before(f.Start) && !l.sent.After(f.End) {
+				byKind[f.Kind] = append(byKind[f.Kind], l)
+				byFault[i] = append(byFault[i], l)
 				in = true
 				break
 			}
 		}
 		if !in {
-			byKind["none"] = append(byKind["none"], l.ms)
+			byKind["none"] = append(byKind["none"], l)
 		}
 	}
-	all := make([]float64, len(lats))
-	for i, l := range lats {
-		all[i] = l.ms
-	}
-	rows := []LatencyRow{latencyRow("all", all), latencyRow("none", byKind["none"])}
+	rows := []LatencyRow{latencyRow("all", lats), latencyRow("none", byKind["none"])}
 	for _, k := range FaultKinds {
 		if _, ok := byKind[k]; ok {
 			rows = append(rows, latencyRow(k, byKind[k]))
@@ -373,12 +387,12 @@ func timeline(lats []receiptLat, writes []write, states []stateEvent, start time
 		n = max(n, sec(w.Sent)+1)
 	}
 	out := make([]ChaosSecond, n)
-	ms := make([][]float64, n)
+	ms := make([][]receiptLat, n)
 	for i := range out {
 		out[i].T = i
 	}
 	for _, l := range lats {
-		ms[sec(l.at)] = append(ms[sec(l.at)], l.ms)
+		ms[sec(l.at)] = append(ms[sec(l.at)], l)
 	}
 	for _, w := range writes {
 		s := sec(w.Sent)
@@ -448,9 +462,11 @@ mismatched {{.R.Counts.Mismatched}}; recovered {{.R.Counts.Recovered}}).</p>
 <h2>Over time</h2>
 <p class="key">Fault windows:{{range .Key}}<span style="background:{{.V}}"></span>{{.K}}{{end}}</p>
 {{range .Charts}}{{.}}{{end}}
-<h2>Commit → delivery latency by window</h2>
-<table><tr><th>committed during</th><th>n</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>max ms</th></tr>
-{{range .R.Latency}}<tr><td>{{.Window}}</td><td>{{.Count}}</td><td>{{printf "%.1f" .P50}}</td><td>{{printf "%.1f" .P90}}</td><td>{{printf "%.1f" .P99}}</td><td>{{printf "%.1f" .Max}}</td></tr>{{end}}</table>
+<h2>Latency by the window the post was sent in</h2>
+<p>Commit → delivery: from the message's created_at (stamped in its transaction) to a reader being handed it, live or by catch-up.
+Sent → delivery: from the writer's request, its retries and waits included.</p>
+<table><tr><th>sent during</th><th>n</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>max ms</th><th>sent→ p50 ms</th><th>sent→ p99 ms</th><th>sent→ max ms</th></tr>
+{{range .R.Latency}}<tr><td>{{.Window}}</td><td>{{.Count}}</td><td>{{printf "%.1f" .P50}}</td><td>{{printf "%.1f" .P90}}</td><td>{{printf "%.1f" .P99}}</td><td>{{printf "%.1f" .Max}}</td><td>{{printf "%.1f" .E2EP50}}</td><td>{{printf "%.1f" .E2EP99}}</td><td>{{printf "%.1f" .E2EMax}}</td></tr>{{end}}</table>
 <h2>Faults</h2>
 <table><tr><th>#</th><th>kind</th><th>node</th><th>at s</th><th>length s</th><th>detail</th></tr>
 {{range $i, $f := .Faults}}<tr><td>{{$f.N}}</td><td>{{$f.Kind}}</td><td>{{$f.Node}}</td><td>{{$f.At}}</td><td>{{$f.Len}}</td><td>{{$f.Detail}}</td></tr>{{end}}</table>
@@ -477,9 +493,9 @@ func (rep *ChaosReport) HTML(w io.Writer) error {
 	}
 	var bands []band
 	type faultRow struct {
-		N                    int
+		N                     int
 		Kind, At, Len, Detail string
-		Node                 int
+		Node                  int
 	}
 	var frows []faultRow
 	for i, f := range rep.Faults {
@@ -517,7 +533,7 @@ func (rep *ChaosReport) HTML(w io.Writer) error {
 		name string
 		list []Anomaly
 	}{{"lost", rep.Lost}, {"undelivered", rep.Undelivered}, {"duplicated", rep.Duplicated},
-		{"out of order", rep.OutOfOrder}, {"mismatched", rep.Mismatched}, {"recovered (allowed)", rep.Recovered}} {
+		{"out of order", rep.OutOfOrder}, {"mismatched", rep.Mismatched}, {"recovered (allowed)", rep.Recovered}, {"failed, not committed (allowed)", rep.Failed}} {
 		if len(f.list) > 0 {
 			findings = append(findings, struct {
 				K string

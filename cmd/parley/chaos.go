@@ -78,7 +78,8 @@ func newChaosCmd() *cobra.Command {
 				rep.Seed, len(rep.Faults), rep.FaultCounts, c.Posts, c.Acked, c.Recovered, c.Failed, c.Receipts)
 			for _, l := range rep.Latency {
 				if l.Window == "all" || l.Window == "none" || len(l.Window) > 0 && l.Window[0] != '#' {
-					fmt.Fprintf(cmd.OutOrStdout(), "  commit→delivery %-8s n=%-7d p50 %7.1f ms  p99 %8.1f ms  max %8.1f ms\n", l.Window, l.Count, l.P50, l.P99, l.Max)
+					fmt.Fprintf(cmd.OutOrStdout(), "  sent during %-8s n=%-7d commit→delivery p50 %6.1f ms p99 %7.1f ms max %7.1f ms; sent→delivery p99 %7.1f ms max %7.1f ms\n",
+						l.Window, l.Count, l.P50, l.P99, l.Max, l.E2EP99, l.E2EMax)
 				}
 			}
 			if !rep.Pass {
