@@ -283,6 +283,17 @@ func (r *chaosRun) check(readers []*chaosReader, hist map[string][]parley.Event,
 	return rep
 }
 
+// faultCountText is "kill 3, stop 2, …" in FaultKinds order.
+func faultCountText(m map[string]int) string {
+	var parts []string
+	for _, k := range FaultKinds {
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 func orDefault(s, def string) string {
 	if s == "" {
 		return def
@@ -515,7 +526,7 @@ func (rep *ChaosReport) HTML(w io.Writer) error {
 	rows := []kv{
 		{"sizes", fmt.Sprintf("%d nodes (%s), %d users (all readers), %d writers, %.0f posts/s, scenario %s",
 			rep.Nodes, rep.NATS, rep.Users, rep.Writers, rep.Rate, rep.Scenario)},
-		{"faults", fmt.Sprintf("%d: %v", len(rep.Faults), rep.FaultCounts)},
+		{"faults", fmt.Sprintf("%d: %s", len(rep.Faults), faultCountText(rep.FaultCounts))},
 		{"posts", fmt.Sprintf("%d sent, %d acknowledged, %d failed, %d recovered; %d messages of the run in the logs", c.Posts, c.Acked, c.Failed, c.Recovered, c.Committed)},
 		{"receipts", fmt.Sprintf("%d (%d live, %d by catch-up)", c.Receipts, c.Live, c.Receipts-c.Live)},
 		{"sessions", fmt.Sprintf("%d reconnects, %d resumes, %d fresh identifies, %d catch-ups, %d gaps filled, %d unfillable, %d heartbeat timeouts",
