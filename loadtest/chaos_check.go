@@ -229,8 +229,9 @@ func (r *chaosRun) check(readers []*chaosReader, hist map[string][]parley.Event,
 	// The readers' histories against the logs.
 	var lats []receiptLat
 	for _, rd := range readers {
-		st := rd.conn.Stats()
-		addStats(&rep.Client, st)
+		if rd.conn != nil {
+			addStats(&rep.Client, rd.conn.Stats())
+		}
 		for _, ch := range rd.chans {
 			evs := hist[ch]
 			if len(evs) == 0 {
@@ -243,6 +244,7 @@ func (r *chaosRun) check(readers []*chaosReader, hist map[string][]parley.Event,
 			}
 		}
 		rd.mu.Lock()
+		var recDups, recOOO int64
 		for ch, rs := range rd.receipts {
 			var last int64
 			seen := map[int64]bool{}
@@ -252,9 +254,11 @@ func (r *chaosRun) check(readers []*chaosReader, hist map[string][]parley.Event,
 					cnt.Live++
 				}
 				if seen[rc.seq] {
+					recDups++
 					addAnomaly(&rep.Duplicated, &cnt.Duplicated, Anomaly{Channel: ch, Seq: rc.seq, CMID: rc.cmid,
 						Reader: rd.user.ID, Detail: fmt.Sprintf("reader %d handed seq %d twice", rd.idx, rc.seq)})
 				} else if rc.seq < last {
+					recOOO++
 					addAnomaly(&rep.OutOfOrder, &cnt.OutOfOrder, Anomaly{Channel: ch, Seq: rc.seq, CMID: rc.cmid,
 						Reader: rd.user.ID, Detail: fmt.Sprintf("reader %d handed seq %d after seq %d", rd.idx, rc.seq, last)})
 				}
@@ -269,11 +273,18 @@ func (r *chaosRun) check(readers []*chaosReader, hist map[string][]parley.Event,
 			}
 		}
 		rd.mu.Unlock()
-		// The seq checker sees every durable event, not only messages.
+		// The seq checker sees every durable event, not only messages:
+		// what it counted beyond the messages' findings above.
 		_, dups, ooo := rd.chk.tally(nil)
-		if dups > 0 || ooo > 0 {
+		if d := dups - recDups; d > 0 {
+			cnt.Duplicated += int(d) - 1
 			addAnomaly(&rep.Duplicated, &cnt.Duplicated, Anomaly{Reader: rd.user.ID,
-				Detail: fmt.Sprintf("reader %d: seq checker counted %d duplicates and %d out of order over all durable events", rd.idx, dups, ooo)})
+				Detail: fmt.Sprintf("reader %d handed %d other durable events twice", rd.idx, d)})
+		}
+		if o := ooo - recOOO; o > 0 {
+			cnt.OutOfOrder += int(o) - 1
+			addAnomaly(&rep.OutOfOrder, &cnt.OutOfOrder, Anomaly{Reader: rd.user.ID,
+				Detail: fmt.Sprintf("reader %d handed %d other durable events out of order", rd.idx, o)})
 		}
 	}
 
