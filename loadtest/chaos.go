@@ -39,21 +39,26 @@ import (
 
 // Fault kinds.
 const (
-	FaultKill    = "kill"    // kill -9 a node, restart it after 1–5 s
-	FaultStop    = "stop"    // SIGSTOP a node for StopMin–StopMax, then SIGCONT
-	FaultPGTerm  = "pgterm"  // pg_terminate_backend on every backend of the run's database
-	FaultDBStall = "dbstall" // the proxy forwards nothing for 2–8 s
+	FaultKill    = "kill"        // kill -9 a node, restart it after 1–5 s
+	FaultStop    = "stop"        // SIGSTOP a node for StopMin–StopMax, then SIGCONT
+	FaultPGTerm  = "pgterm"      // pg_terminate_backend on every backend of the run's database
+	FaultDBStall = "dbstall"     // the proxy forwards nothing for 2–8 s
+	FaultNATS    = "natsrestart" // the run's own NATS server (--nats own) shut down, started again 1–3 s later
 )
 
 // FaultKinds are all the kinds, in the order the report lists them.
-var FaultKinds = []string{FaultKill, FaultStop, FaultPGTerm, FaultDBStall}
+var FaultKinds = []string{FaultKill, FaultStop, FaultPGTerm, FaultDBStall, FaultNATS}
+
+// NATSOwn as ChaosConfig.NATS: the run hosts a NATS server of its own for
+// the nodes, and may restart it.
+const NATSOwn = "own"
 
 // ChaosConfig are the settings of a chaos run.
 type ChaosConfig struct {
 	Exec     []string // the command that runs this binary ("parley"); serve and seed are appended
 	Postgres string   // admin URL of the PostgreSQL server; a database is created on it per run
 	KeepDB   bool     // keep the database after the run
-	NATS     string   // external NATS URL; empty: the nodes' embedded NATS, clustered
+	NATS     string   // NATSOwn, or an external NATS URL; empty: the nodes' embedded NATS, clustered
 	Nodes    int
 	Scenario string // "steady", "hot-channel" or "both"
 	Users    int    // seeded users, every one a reader (a gateway session)
@@ -115,11 +120,18 @@ func (c *ChaosConfig) defaults() error {
 		c.Seed = rand.Uint64()
 	}
 	if len(c.Faults) == 0 {
-		c.Faults = FaultKinds
+		for _, k := range FaultKinds {
+			if k != FaultNATS || c.NATS == NATSOwn {
+				c.Faults = append(c.Faults, k)
+			}
+		}
 	}
 	for _, f := range c.Faults {
 		if !slices.Contains(FaultKinds, f) {
 			return fmt.Errorf("fault %q: want one of %s", f, strings.Join(FaultKinds, ", "))
+		}
+		if f == FaultNATS && c.NATS != NATSOwn {
+			return fmt.Errorf("fault %s needs --nats %s (a NATS server the run can restart)", FaultNATS, NATSOwn)
 		}
 	}
 	if c.GapMin <= 0 {
@@ -220,6 +232,7 @@ type chaosRun struct {
 	nodes []*chaosNode
 	proxy *faultproxy.Proxy
 	db    *chaosDB
+	nats  *chaosNATS // --nats own; nil otherwise
 
 	general string
 
@@ -281,7 +294,19 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 	r.proxy = proxy
 	defer proxy.Close()
 
-	nodes, err := newChaosNodes(cfg.Exec, cfg.Nodes, db.via(proxy.Addr()), cfg.NATS, cfg.Out)
+	natsURL := cfg.NATS
+	if cfg.NATS == NATSOwn {
+		if r.nats, err = newChaosNATS(); err != nil {
+			return nil, err
+		}
+		if err := r.nats.start(); err != nil {
+			return nil, err
+		}
+		defer r.nats.stop()
+		natsURL = r.nats.URL()
+		r.logf("own NATS server at %s", natsURL)
+	}
+	nodes, err := newChaosNodes(cfg.Exec, cfg.Nodes, db.via(proxy.Addr()), natsURL, cfg.Out)
 	if err != nil {
 		return nil, err
 	}
@@ -336,8 +361,13 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 		return nil, ctx.Err()
 	}
 
-	// Heal: every node up and continued, the proxy forwarding.
+	// Heal: every node up and continued, the proxy forwarding, the bus up.
 	proxy.Heal()
+	if r.nats != nil && !r.nats.running() {
+		if err := r.nats.start(); err != nil {
+			return nil, err
+		}
+	}
 	for _, n := range nodes {
 		if !n.running() {
 			if err := r.ensureUp(ctx, n); err != nil {
@@ -717,6 +747,15 @@ func (r *chaosRun) inject(kind string) (Fault, error) {
 		time.Sleep(d)
 		r.proxy.Heal()
 		f.End, f.Detail = time.Now(), fmt.Sprintf("black hole %.1fs", d.Seconds())
+	case FaultNATS:
+		f.Start = time.Now()
+		r.nats.stop()
+		d := r.between(time.Second, 3*time.Second)
+		time.Sleep(d)
+		if err := r.nats.start(); err != nil {
+			return f, err
+		}
+		f.End, f.Detail = time.Now(), fmt.Sprintf("down %.1fs", d.Seconds())
 	default:
 		return f, fmt.Errorf("unknown fault %q", kind)
 	}

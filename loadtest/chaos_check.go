@@ -464,7 +464,7 @@ func (rep *ChaosReport) write(dir string) error {
 	return f.Close()
 }
 
-var faultColors = map[string]string{FaultKill: "#d62728", FaultStop: "#9467bd", FaultPGTerm: "#ff7f0e", FaultDBStall: "#8c564b"}
+var faultColors = map[string]string{FaultKill: "#d62728", FaultStop: "#9467bd", FaultPGTerm: "#ff7f0e", FaultDBStall: "#8c564b", FaultNATS: "#17becf"}
 
 var chaosTmpl = template.Must(template.New("chaos").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>parley chaos</title>

@@ -29,7 +29,7 @@ func (o *chaosOptions) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Nodes, "nodes", 3, "parley serve processes of this binary")
 	fs.StringVar(&c.Postgres, "postgres", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "admin URL of the PostgreSQL server; each run creates (and drops) a database of its own there")
 	fs.BoolVar(&c.KeepDB, "keep-db", false, "keep the run's database afterwards")
-	fs.StringVar(&c.NATS, "nats", "", "URL of an external NATS server for the nodes; empty: their embedded NATS, clustered")
+	fs.StringVar(&c.NATS, "nats", "", `NATS for the nodes: empty, their embedded NATS, clustered; "own", a NATS server the run hosts and restarts (fault natsrestart); or the URL of an external server (not restarted)`)
 	fs.StringVar(&c.Scenario, "scenario", "both", "traffic: steady (posts over the channels), hot-channel (posts into #general) or both (alternating)")
 	fs.IntVar(&c.Users, "users", 30, "seeded users, each with a gateway session")
 	fs.IntVar(&c.Channels, "channels", 5, "channels besides #general")
@@ -37,7 +37,7 @@ func (o *chaosOptions) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.Rate, "rate", 20, "posts per second")
 	fs.DurationVar(&c.Duration, "duration", 0, "length of the load with faults (default 1m)")
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed of the fault schedule (default: random, printed)")
-	fs.StringSliceVar(&c.Faults, "faults", nil, "fault kinds to inject: kill, stop, pgterm, dbstall (default all)")
+	fs.StringSliceVar(&c.Faults, "faults", nil, "fault kinds to inject: kill, stop, pgterm, dbstall, natsrestart (default all; natsrestart only with --nats own)")
 	fs.DurationVar(&c.GapMin, "gap-min", 0, "shortest quiet time between faults (default 5s)")
 	fs.DurationVar(&c.GapMax, "gap-max", 0, "longest quiet time between faults (default 20s)")
 	fs.DurationVar(&c.StopMin, "stop-min", 0, "shortest SIGSTOP (default 5s)")
@@ -78,7 +78,7 @@ func newChaosCmd() *cobra.Command {
 				rep.Seed, len(rep.Faults), rep.FaultCounts, c.Posts, c.Acked, c.Recovered, c.Failed, c.Receipts)
 			for _, l := range rep.Latency {
 				if l.Window == "all" || l.Window == "none" || len(l.Window) > 0 && l.Window[0] != '#' {
-					fmt.Fprintf(cmd.OutOrStdout(), "  sent during %-8s n=%-7d commit→delivery p50 %6.1f ms p99 %7.1f ms max %7.1f ms; sent→delivery p99 %7.1f ms max %7.1f ms\n",
+					fmt.Fprintf(cmd.OutOrStdout(), "  sent during %-11s n=%-7d commit→delivery p50 %6.1f ms p99 %7.1f ms max %7.1f ms; sent→delivery p99 %7.1f ms max %7.1f ms\n",
 						l.Window, l.Count, l.P50, l.P99, l.Max, l.E2EP99, l.E2EMax)
 				}
 			}
