@@ -493,6 +493,19 @@ func (r *chaosRun) connectReaders(ctx context.Context) ([]*chaosReader, error) {
 // handle records a reader's durable events of its channels.
 func (rd *chaosReader) handle(ev client.Event) {
 	now := time.Now()
+	if ev.Type == parley.EventChannelSummary {
+		// A hot or huge channel out of focus: its events up to last_seq
+		// were passed over, which counts as handed over, as in the load
+		// tester (docs/protocol.md, View-aware delivery).
+		var d struct {
+			ChannelID string `json:"channel_id"`
+			LastSeq   int64  `json:"last_seq"`
+		}
+		if json.Unmarshal(ev.Data, &d) == nil && slices.Contains(rd.chans, d.ChannelID) {
+			rd.chk.cover(d.ChannelID, d.LastSeq)
+		}
+		return
+	}
 	if !ev.Durable() || !ev.Ordered || !slices.Contains(rd.chans, ev.ChannelID) {
 		return
 	}
