@@ -57,7 +57,7 @@ func TestChaos(t *testing.T) {
 	if len(rep.FaultCounts) < 3 {
 		t.Fatalf("faults of %d kinds (%v), want at least 3", len(rep.FaultCounts), rep.FaultCounts)
 	}
-	if c.Acked < 300 || c.Receipts < c.Acked {
+	if c.Acked < 200 || c.Receipts < c.Acked {
 		t.Fatalf("too little traffic to mean anything: %+v", c)
 	}
 	t.Logf("seed %d: %d faults %v, %d posts acknowledged, %d recovered, %d receipts: 0 lost, 0 duplicated, 0 out of order",
