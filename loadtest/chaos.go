@@ -203,7 +203,10 @@ type chaosReader struct {
 
 	mu       sync.Mutex
 	receipts map[string][]receipt // by channel; guarded by mu
-	n        int                  // guarded by mu
+	// summaries are the last_seq of every channel.summary, by channel;
+	// guarded by mu.
+	summaries map[string][]int64
+	n         int // guarded by mu
 }
 
 // seedUser and seedOut mirror what `parley seed --out` writes.
@@ -458,7 +461,7 @@ func (r *chaosRun) apiClient(home int, token string) *client.Client {
 func (r *chaosRun) connectReaders(ctx context.Context) ([]*chaosReader, error) {
 	readers := make([]*chaosReader, len(r.seed.Users))
 	for i, u := range r.seed.Users {
-		rd := &chaosReader{idx: i, user: u, chans: u.Channels, run: r, receipts: map[string][]receipt{}}
+		rd := &chaosReader{idx: i, user: u, chans: u.Channels, run: r, receipts: map[string][]receipt{}, summaries: map[string][]int64{}}
 		home := i % len(r.nodes)
 		track := map[string]int64{}
 		for _, ch := range u.Channels {
@@ -503,6 +506,9 @@ func (rd *chaosReader) handle(ev client.Event) {
 		}
 		if json.Unmarshal(ev.Data, &d) == nil && slices.Contains(rd.chans, d.ChannelID) {
 			rd.chk.cover(d.ChannelID, d.LastSeq)
+			rd.mu.Lock()
+			rd.summaries[d.ChannelID] = append(rd.summaries[d.ChannelID], d.LastSeq)
+			rd.mu.Unlock()
 		}
 		return
 	}

@@ -108,17 +108,19 @@ type ChaosReport struct {
 	FaultCounts map[string]int `json:"fault_counts"`
 	Counts      ChaosCounts    `json:"counts"`
 	// The findings, at most maxAnomalies of each.
-	Lost        []Anomaly     `json:"lost"`
-	Undelivered []Anomaly     `json:"undelivered"`
-	Duplicated  []Anomaly     `json:"duplicated"`
-	OutOfOrder  []Anomaly     `json:"out_of_order"`
-	Mismatched  []Anomaly     `json:"mismatched"`
-	Recovered   []Anomaly     `json:"recovered"`
-	Failed      []Anomaly     `json:"failed"` // not acknowledged, not committed (allowed)
-	Latency     []LatencyRow  `json:"latency"`
-	Client      client.Stats  `json:"client"` // summed over the readers
-	Timeline    []ChaosSecond `json:"timeline"`
-	Pass        bool          `json:"pass"`
+	Lost        []Anomaly `json:"lost"`
+	Undelivered []Anomaly `json:"undelivered"`
+	// UndeliveredStreams sums the undelivered up per reader and channel.
+	UndeliveredStreams []StreamEvidence `json:"undelivered_streams"`
+	Duplicated         []Anomaly        `json:"duplicated"`
+	OutOfOrder         []Anomaly        `json:"out_of_order"`
+	Mismatched         []Anomaly        `json:"mismatched"`
+	Recovered          []Anomaly        `json:"recovered"`
+	Failed             []Anomaly        `json:"failed"` // not acknowledged, not committed (allowed)
+	Latency            []LatencyRow     `json:"latency"`
+	Client             client.Stats     `json:"client"` // summed over the readers
+	Timeline           []ChaosSecond    `json:"timeline"`
+	Pass               bool             `json:"pass"`
 }
 
 const maxAnomalies = 100
@@ -128,6 +130,60 @@ func addAnomaly(list *[]Anomaly, n *int, a Anomaly) {
 	if len(*list) < maxAnomalies {
 		*list = append(*list, a)
 	}
+}
+
+// StreamEvidence is what one reader had of one channel at the end.
+type StreamEvidence struct {
+	Reader    int      `json:"reader"`
+	UserID    string   `json:"user_id"`
+	Channel   string   `json:"channel"`
+	Head      int64    `json:"head"`
+	Missing   int      `json:"missing"`
+	Ranges    []string `json:"ranges"`    // the first missing ranges, "a-b"
+	Receipts  int      `json:"receipts"`  // messages handed over
+	LastSeq   int64    `json:"last_seq"`  // highest message seq handed over
+	Summaries int      `json:"summaries"` // channel.summary frames
+	// SummaryTail are the last_seq of the last summaries.
+	SummaryTail []int64 `json:"summary_tail"`
+	// Around are the receipts just before and after the first hole:
+	// "seq@seconds since the first receipt (live|catch-up)".
+	Around []string `json:"around"`
+}
+
+// streamEvidence gathers what the reader had of ch.
+func (rd *chaosReader) streamEvidence(ch string, head int64, miss []int64) StreamEvidence {
+	ev := StreamEvidence{Reader: rd.idx, UserID: rd.user.ID, Channel: ch, Head: head, Missing: len(miss)}
+	for i := 0; i < len(miss) && len(ev.Ranges) < 10; {
+		j := i
+		for j+1 < len(miss) && miss[j+1] == miss[j]+1 {
+			j++
+		}
+		ev.Ranges = append(ev.Ranges, fmt.Sprintf("%d-%d", miss[i], miss[j]))
+		i = j + 1
+	}
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	rs := rd.receipts[ch]
+	ev.Receipts = len(rs)
+	if len(rs) > 0 {
+		ev.LastSeq = rs[len(rs)-1].seq
+	}
+	sums := rd.summaries[ch]
+	ev.Summaries = len(sums)
+	ev.SummaryTail = sums[max(0, len(sums)-5):]
+	for i, rc := range rs {
+		if rc.seq > miss[0]-3 && rc.seq < miss[0]+200 || i == len(rs)-1 {
+			src := "live"
+			if !rc.live {
+				src = "catch-up"
+			}
+			ev.Around = append(ev.Around, fmt.Sprintf("%d@%.1fs(%s)", rc.seq, rc.at.Sub(rs[0].at).Seconds(), src))
+			if len(ev.Around) >= 6 {
+				break
+			}
+		}
+	}
+	return ev
 }
 
 // missing returns the seqs in (start, h] of channel ch the checker never saw.
@@ -238,9 +294,13 @@ func (r *chaosRun) check(readers []*chaosReader, hist map[string][]parley.Event,
 				continue
 			}
 			head := evs[len(evs)-1].Seq
-			for _, seq := range rd.chk.missing(ch, head) {
+			miss := rd.chk.missing(ch, head)
+			for _, seq := range miss {
 				addAnomaly(&rep.Undelivered, &cnt.Undelivered, Anomaly{Channel: ch, Seq: seq, Reader: rd.user.ID,
 					Detail: fmt.Sprintf("reader %d never handed seq %d of %d (%s)", rd.idx, seq, head, evType(evs, seq))})
+			}
+			if len(miss) > 0 && len(rep.UndeliveredStreams) < maxAnomalies {
+				rep.UndeliveredStreams = append(rep.UndeliveredStreams, rd.streamEvidence(ch, head, miss))
 			}
 		}
 		rd.mu.Lock()
