@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -401,12 +402,31 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 	r.waitCaughtUp(ctx, readers, heads)
 	r.logf("readers settled in %s", time.Since(settleStart).Round(100*time.Millisecond))
 
+	r.saveMetrics(ctx)
 	rep := r.check(readers, hist, loadStart, loadEnd)
 	if err := rep.write(cfg.Out); err != nil {
 		return rep, err
 	}
 	r.logf("report: %s, %s", filepath.Join(cfg.Out, "chaos.json"), filepath.Join(cfg.Out, "chaos.html"))
 	return rep, nil
+}
+
+// saveMetrics keeps each node's /metrics at the end of the run beside its
+// log (metrics-<i>.txt): evidence for whatever the checker finds.
+func (r *chaosRun) saveMetrics(ctx context.Context) {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	for _, n := range r.nodes {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.admin+"/metrics", nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			continue
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil {
+			_ = os.WriteFile(filepath.Join(r.cfg.Out, fmt.Sprintf("metrics-%d.txt", n.idx)), b, 0o644)
+		}
+	}
 }
 
 // seedDB runs `parley seed` straight on the database.
