@@ -495,10 +495,13 @@ func (r *chaosRun) connectReaders(ctx context.Context) ([]*chaosReader, error) {
 		conn, err := r.apiClient(home, u.Token).Connect(ctx, r.seed.WorkspaceID, client.ConnectOptions{
 			Handler: rd.handle, Channels: track, DeclaredOnly: true, URLs: urls,
 			MinBackoff: 50 * time.Millisecond, MaxBackoff: 2 * time.Second, HandshakeTimeout: 5 * time.Second,
-			OnState: func(st client.State, _ error) {
+			OnState: func(st client.State, err error) {
 				r.mu.Lock()
 				r.states = append(r.states, stateEvent{time.Now(), st})
 				r.mu.Unlock()
+				if st == client.StateClosed && err != nil {
+					r.logf("reader %d: the session gave up: %v", i, err)
+				}
 			},
 		})
 		if err != nil {

@@ -145,6 +145,10 @@ type StreamEvidence struct {
 	Summaries int      `json:"summaries"` // channel.summary frames
 	// SummaryTail are the last_seq of the last summaries.
 	SummaryTail []int64 `json:"summary_tail"`
+	// Connected and ConnErr are the reader's Conn at the end: a Conn that
+	// gave up (a fatal close) receives nothing more.
+	Connected bool   `json:"connected"`
+	ConnErr   string `json:"conn_err,omitempty"`
 	// Around are the receipts just before and after the first hole:
 	// "seq@seconds since the first receipt (live|catch-up)".
 	Around []string `json:"around"`
@@ -160,6 +164,12 @@ func (rd *chaosReader) streamEvidence(ch string, head int64, miss []int64) Strea
 		}
 		ev.Ranges = append(ev.Ranges, fmt.Sprintf("%d-%d", miss[i], miss[j]))
 		i = j + 1
+	}
+	if rd.conn != nil {
+		ev.Connected = rd.conn.Connected()
+		if err := rd.conn.Err(); err != nil {
+			ev.ConnErr = err.Error()
+		}
 	}
 	rd.mu.Lock()
 	defer rd.mu.Unlock()
