@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike bench-breaker loadtest loadtest-audience lint fuzz fuzz-short
+.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike bench-breaker loadtest loadtest-audience chaos lint fuzz fuzz-short
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -145,3 +145,14 @@ loadtest-hot: build
 ## in out/beforeafter/. About half an hour of both cores.
 loadtest-audience:
 	loadtest/run-beforeafter.sh
+
+## chaos: issue 15's long chaos run (docs/reliability.md): 3 nodes on a
+## fresh PostgreSQL database (PG, default postgres://postgres@127.0.0.1:5432),
+## 20 minutes of steady and hot-channel traffic with a fault every 5–20 s
+## (kill -9, SIGSTOP, pg_terminate_backend, a stalled database: 50–70 of
+## them), then the histories checked; CHAOS_SEED=n replays a schedule.
+## Report in out/chaos/. Not part of `make test` (TestChaos is its CI size).
+PG ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+chaos: build
+	bin/parley chaos --postgres '$(PG)' --nodes 3 --users 60 --channels 8 --writers 15 --rate 30 \
+		--duration 20m --seed $(or $(CHAOS_SEED),0) --out out/chaos

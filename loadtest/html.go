@@ -34,8 +34,20 @@ func niceCeil(v float64) float64 {
 	return 10 * p
 }
 
+// band is a shaded span of the x axis (a fault's window), with a label.
+type band struct {
+	from, to float64
+	color    string
+	label    string
+}
+
 // svgChart draws series over xs (seconds) as a line chart.
 func svgChart(title, unit string, xs []float64, ss []series) template.HTML {
+	return svgChartBands(title, unit, xs, ss, nil)
+}
+
+// svgChartBands is svgChart with shaded spans behind the lines.
+func svgChartBands(title, unit string, xs []float64, ss []series, bands []band) template.HTML {
 	const w, h, l, r, t, b = 760.0, 240.0, 60.0, 20.0, 30.0, 36.0
 	pw, ph := w-l-r, h-t-b
 	var ymax, xmax float64
@@ -49,6 +61,9 @@ func svgChart(title, unit string, xs []float64, ss []series) template.HTML {
 	for _, x := range xs {
 		xmax = max(xmax, x)
 	}
+	for _, b := range bands {
+		xmax = max(xmax, b.to)
+	}
 	ymax, xmax = niceCeil(ymax), max(xmax, 1)
 	px := func(x float64) float64 { return l + x/xmax*pw }
 	py := func(y float64) float64 { return t + ph - y/ymax*ph }
@@ -56,6 +71,10 @@ func svgChart(title, unit string, xs []float64, ss []series) template.HTML {
 	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="%s">`,
 		w, h, w, h, html.EscapeString(title))
 	fmt.Fprintf(&sb, `<text x="%.0f" y="18" font-size="14" font-weight="bold">%s</text>`, l, html.EscapeString(title))
+	for _, b := range bands {
+		fmt.Fprintf(&sb, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.25"><title>%s</title></rect>`,
+			px(b.from), t, max(px(b.to)-px(b.from), 1), ph, b.color, html.EscapeString(b.label))
+	}
 	for i := 0; i <= 4; i++ {
 		y := ymax * float64(i) / 4
 		fmt.Fprintf(&sb, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/>`, l, l+pw, py(y), py(y))
