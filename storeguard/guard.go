@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 
@@ -340,6 +341,17 @@ func call[T any](g *Guard, ctx context.Context, p Purpose, fn func(context.Conte
 // is off.
 func Lost(err error) bool {
 	if err == nil || parley.ErrorCode(err) != parley.EINTERNAL || excluded(err) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// The server ended the connection (an administrator's
+		// pg_terminate_backend, a shutdown, a crash recovery) or has no
+		// connection slot left: unavailable for now, not a wrong request.
+		switch pe.Code {
+		case "57P01", "57P02", "57P03", "53300":
+			return true
+		}
 		return false
 	}
 	var ne net.Error

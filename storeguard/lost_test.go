@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"parley"
 )
 
@@ -26,6 +28,9 @@ func TestLostConnection(t *testing.T) {
 		{fmt.Errorf("exec: %w", driver.ErrBadConn), true},
 		{fmt.Errorf("write: %w", syscall.EPIPE), true},
 		{errors.New("syntax error at or near"), false},
+		{fmt.Errorf("post: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}), true},
+		{fmt.Errorf("post: %w", &pgconn.PgError{Code: "53300", Message: "sorry, too many clients already"}), true},
+		{fmt.Errorf("post: %w", &pgconn.PgError{Code: "23505", Message: "duplicate key value"}), false},
 		{parley.Errorf(parley.ENOTFOUND, "channel not found"), false},
 		{fmt.Errorf("read: %w", context.Canceled), false},
 	} {
