@@ -26,13 +26,14 @@ async function noSidewaysScroll(page: Page, where: string) {
 	expect(scrollWidth, `page scrolls sideways ${where}`).toBeLessThanOrEqual(innerWidth);
 }
 
-/** The element's box lies inside the viewport horizontally. */
+/** The element's box comes to lie inside the viewport horizontally (a drawer slides in over 0.2 s). */
 async function onScreen(page: Page, testId: string) {
-	const box = (await page.getByTestId(testId).boundingBox())!;
 	const width = page.viewportSize()!.width;
-	expect(box.x, `${testId} starts off-screen`).toBeGreaterThanOrEqual(0);
-	expect(box.x + box.width, `${testId} ends off-screen`).toBeLessThanOrEqual(width + 0.5);
-	return box;
+	const box = async () => (await page.getByTestId(testId).boundingBox())!;
+	await expect.poll(async () => (await box()).x, { message: `${testId} starts off-screen` }).toBeGreaterThanOrEqual(0);
+	const b = await box();
+	expect(b.x + b.width, `${testId} ends off-screen`).toBeLessThanOrEqual(width + 0.5);
+	return b;
 }
 
 for (const size of sizes) {
