@@ -6,6 +6,8 @@ import type { Page } from '@playwright/test';
 import { test, expect, watchPage } from './fixtures';
 import { countRequests, storms } from './budget';
 import type { ParleyServer, newUser as NewUser } from './harness';
+import { message } from './people';
+import { api } from './seed';
 
 type Person = ReturnType<typeof NewUser>;
 
@@ -14,17 +16,6 @@ interface Member {
 	token: string;
 	name: string;
 	call<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
-}
-
-async function api<T>(base: string, token: string | null, method: string, path: string, body?: unknown): Promise<T> {
-	const res = await fetch(`${base}/api/v1${path}`, {
-		method,
-		headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), 'Content-Type': 'application/json' },
-		body: body === undefined ? undefined : JSON.stringify(body),
-	});
-	const text = await res.text();
-	if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-	return (text ? JSON.parse(text) : undefined) as T;
 }
 
 async function signUp(server: ParleyServer, u: Person, name: string): Promise<Member> {
@@ -73,8 +64,6 @@ function viewOf(page: Page): () => string[] {
 	});
 	return () => last;
 }
-
-const message = (page: Page, text: string) => page.getByTestId('message-list').getByTestId('message').filter({ hasText: text });
 
 async function send(page: Page, text: string) {
 	await page.getByTestId('composer').fill(text);

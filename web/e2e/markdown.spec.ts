@@ -4,22 +4,9 @@
 // "thumbs" and reacts; the composer completes ":tada" and sends the emoji.
 // Alice is a real browser against the real server, set up over HTTP.
 import AxeBuilder from '@axe-core/playwright';
-import type { Page } from '@playwright/test';
 import { test, expect, watchPage } from './fixtures';
-import type { ParleyServer } from './harness';
-
-async function api<T>(server: ParleyServer, token: string | null, method: string, path: string, body?: unknown): Promise<T> {
-	const res = await fetch(`${server.url}/api/v1${path}`, {
-		method,
-		headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), 'Content-Type': 'application/json' },
-		body: body === undefined ? undefined : JSON.stringify(body),
-	});
-	const text = await res.text();
-	if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-	return (text ? JSON.parse(text) : undefined) as T;
-}
-
-const message = (page: Page, text: string) => page.getByTestId('message-list').getByTestId('message').filter({ hasText: text });
+import { message } from './people';
+import { api } from './seed';
 
 test('markdown blocks, highlighted code, the emoji picker and :shortcode: completion', async ({ page, server, newUser, shot }) => {
 	const problems = watchPage(page);
@@ -28,8 +15,8 @@ test('markdown blocks, highlighted code, the emoji picker and :shortcode: comple
 		if (r.resourceType() === 'script') scripts.push(new URL(r.url()).pathname);
 	});
 	const u = newUser('md');
-	const { token } = await api<{ token: string }>(server, null, 'POST', '/auth/signup', { ...u });
-	const ws = await api<{ id: string }>(server, token, 'POST', '/workspaces', { name: 'Markdown Co', slug: `md-${Date.now().toString(36)}` });
+	const { token } = await api<{ token: string }>(server.url, null, 'POST', '/auth/signup', { ...u });
+	const ws = await api<{ id: string }>(server.url, token, 'POST', '/workspaces', { name: 'Markdown Co', slug: `md-${Date.now().toString(36)}` });
 	await page.goto('/');
 	await page.evaluate(
 		([t, w]) => {

@@ -3,17 +3,9 @@
 // page opened as one of them (a stored token, as after a log-in).
 import { expect, type Page } from '@playwright/test';
 import type { ParleyServer, newUser as NewUser } from './harness';
+import { api } from './seed';
 
-export async function api<T>(base: string, token: string | null, method: string, path: string, body?: unknown): Promise<T> {
-	const res = await fetch(`${base}/api/v1${path}`, {
-		method,
-		headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), 'Content-Type': 'application/json' },
-		body: body === undefined ? undefined : JSON.stringify(body),
-	});
-	const text = await res.text();
-	if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-	return (text ? JSON.parse(text) : undefined) as T;
-}
+export { api };
 
 export interface Member {
 	id: string;
