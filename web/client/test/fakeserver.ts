@@ -382,6 +382,15 @@ export class FakeParley {
 	}
 }
 
+/** Polls cond (client-side state) until it holds, failing after a deadline. */
+export async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+	const t0 = Date.now();
+	while (!cond()) {
+		if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+		await new Promise((r) => setTimeout(r, 10));
+	}
+}
+
 export function fakeUser(id: string, handle: string): User {
 	return {
 		id,

@@ -9,7 +9,7 @@ import { WebSocket } from 'ws';
 import { Api } from '../src/api';
 import type { OutboxStorage } from '../src/outbox';
 import { Session } from '../src/session';
-import { FakeParley, fakeUser } from './fakeserver';
+import { FakeParley, fakeUser, until } from './fakeserver';
 
 let srv: FakeParley;
 const sessions: Session[] = [];
@@ -23,14 +23,6 @@ afterEach(async () => {
 	for (const s of sessions.splice(0)) s.stop();
 	await srv.stop();
 });
-
-async function until(cond: () => boolean, what: string, timeoutMs = 8000): Promise<void> {
-	const t0 = Date.now();
-	while (!cond()) {
-		if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-		await new Promise((r) => setTimeout(r, 10));
-	}
-}
 
 /** A Storage in memory (what localStorage is to the outbox). */
 class MemoryStorage implements OutboxStorage {
@@ -78,7 +70,7 @@ async function started(storage: OutboxStorage | null = null): Promise<Session> {
 	sessions.push(s);
 	s.on('error', () => {});
 	await s.start('W1');
-	await until(() => s.state.status === 'ready', 'ready');
+	await until(() => s.state.status === 'ready', 'ready', 8000);
 	await s.openChannel('C1');
 	return s;
 }
@@ -94,7 +86,7 @@ describe('the outbox', () => {
 		const s = await started();
 		srv.offline = true;
 		const sent = [s.send('C1', 'one'), s.send('C1', 'two'), s.send('C1', 'three')];
-		await until(() => shown(s).every((x) => x.endsWith('(queued)')) && shown(s).length === 3, 'all three queued');
+		await until(() => shown(s).every((x) => x.endsWith('(queued)')) && shown(s).length === 3, 'all three queued', 8000);
 		expect(shown(s)).toEqual(['one (queued)', 'two (queued)', 'three (queued)']);
 		expect(s.state.messages.C1.messages[0].error).toBe('No connection');
 		expect(posted()).toEqual([]);
@@ -129,7 +121,7 @@ describe('the outbox', () => {
 		await expect(refused).rejects.toMatchObject({ status: 403 });
 		await after;
 		expect(posted()).toEqual(['fine']);
-		await until(() => shown(s).join() === 'fine,not allowed (failed)', 'refused one failed');
+		await until(() => shown(s).join() === 'fine,not allowed (failed)', 'refused one failed', 8000);
 		const failed = s.state.messages.C1.messages.find((m) => m.failed)!;
 		expect(failed.error).toMatch(/403/);
 		// No timer sends it again by itself.
@@ -154,15 +146,15 @@ describe('the outbox', () => {
 		srv.offline = true;
 		void first.send('C1', 'written before the reload').catch(() => {});
 		void first.send('C1', 'and this one').catch(() => {});
-		await until(() => shown(first).length === 2 && shown(first).every((x) => x.endsWith('(queued)')), 'queued');
+		await until(() => shown(first).length === 2 && shown(first).every((x) => x.endsWith('(queued)')), 'queued', 8000);
 		expect([...storage.data.keys()]).toEqual(['parley.outbox.U1.W1']);
 		first.stop();
 
 		srv.offline = false;
 		const second = await started(storage);
-		await until(() => posted().length === 2, 'both sent');
+		await until(() => posted().length === 2, 'both sent', 8000);
 		expect(posted()).toEqual(['written before the reload', 'and this one']);
-		await until(() => shown(second).join() === 'written before the reload,and this one', 'shown once, confirmed');
+		await until(() => shown(second).join() === 'written before the reload,and this one', 'shown once, confirmed', 8000);
 		expect(second.state.messages.C1.messages.map((m) => m.seq)).toEqual([1, 2]);
 		expect(storage.data.size).toBe(0);
 	});

@@ -8,7 +8,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { Session } from '../src/session';
-import { FakeParley, fakeUser, type FakeSession } from './fakeserver';
+import { FakeParley, fakeUser, type FakeSession, until } from './fakeserver';
 
 let srv: FakeParley;
 let sess: Session | undefined;
@@ -23,15 +23,6 @@ afterEach(async () => {
 	sess = undefined;
 	await srv.stop();
 });
-
-/** Polls cond (client-side state) until it holds, failing after a deadline. */
-async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-	const t0 = Date.now();
-	while (!cond()) {
-		if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-		await new Promise((r) => setTimeout(r, 10));
-	}
-}
 
 const chan = (id: string, name: string, last: number) => ({
 	id,
