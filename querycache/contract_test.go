@@ -52,7 +52,10 @@ func openContractStore(t *testing.T, d sqlstore.Dialect, bus *natsbus.Bus) (*sql
 		driver, dsn = "pgx", cfg.PostgresURL
 	} else {
 		cfg.Path = filepath.Join(t.TempDir(), "parley.db")
-		dsn = cfg.Path
+		// The raw connection waits for the write lock as the store's own do:
+		// the store's outbox acknowledges in the background, so a write here
+		// without a busy timeout could meet SQLITE_BUSY.
+		dsn = "file:" + cfg.Path + "?_pragma=busy_timeout(10000)"
 	}
 	st, err := sqlstore.Open(bg(t), cfg)
 	if err != nil {
