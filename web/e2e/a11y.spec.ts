@@ -17,9 +17,18 @@ const themes = ['light', 'dark'] as const;
 type Theme = (typeof themes)[number];
 const shotsDir = process.env.PARLEY_SCREENSHOTS === '1' ? join(repoDir, 'docs', 'screenshots') : '';
 
-/** Run axe on the page as it is; fail on serious and critical violations. */
+/**
+ * Run axe on the page as it is; fail on serious and critical violations. The
+ * light walk runs every WCAG 2.1 A/AA rule. The dark walk goes through the
+ * same screens with the same DOM (the theme is CSS custom properties on
+ * <html>), so only the rules that read colours can find anything new there:
+ * it runs those alone, which saves the suite the theme-blind half of the work.
+ */
 async function audit(page: Page, screen: string, theme: Theme) {
-	const { violations } = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
+	const axe = new AxeBuilder({ page });
+	if (theme === 'dark') axe.withRules(['color-contrast', 'link-in-text-block']);
+	else axe.withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']);
+	const { violations } = await axe.analyze();
 	const bad = violations
 		.filter((v) => v.impact === 'serious' || v.impact === 'critical')
 		.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
