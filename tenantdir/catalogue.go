@@ -71,6 +71,9 @@ func OpenCatalogue(ctx context.Context, cfg CatalogueConfig) (*Catalogue, error)
 		return nil, fmt.Errorf("control database: %w", err)
 	}
 	c.db = db
+	// The control database sees placements and moves, not chat traffic:
+	// a few connections are plenty.
+	db.SetMaxOpenConns(4)
 	if err := c.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err

@@ -122,7 +122,7 @@ func (r *Relay) Flush(ctx context.Context) (int, error) {
 		done := make([]int64, 0, len(pending))
 		for _, ch := range pending {
 			if err := r.publish(ctx, ch); err != nil {
-				if merr := r.cat.MarkPublished(ctx, done); merr != nil {
+				if merr := r.cat.MarkPublished(ctx, done); merr != nil && ctx.Err() == nil {
 					r.log.Warn("tenant directory relay: mark published", "err", merr)
 				}
 				return total, err
