@@ -132,6 +132,22 @@ func (c *Catalogue) MarkPublished(ctx context.Context, seqs []int64) error {
 	return nil
 }
 
+// Resync marks the newest change of every shard and workspace unpublished,
+// so that the relay publishes the catalogue's whole current state again
+// (its streams were lost). It returns how many changes it marked.
+func (c *Catalogue) Resync(ctx context.Context) (int64, error) {
+	res, err := c.db.ExecContext(ctx, `UPDATE tenantdir_changes SET published_at = NULL
+		WHERE published_at IS NOT NULL AND seq IN (SELECT MAX(seq) FROM tenantdir_changes GROUP BY kind, key)`)
+	if err != nil {
+		return 0, fmt.Errorf("resync the change log: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("resync the change log: %w", err)
+	}
+	return n, nil
+}
+
 // ChangeCount is how many changes the log holds (tests, show).
 func (c *Catalogue) ChangeCount(ctx context.Context) (total, pending int, err error) {
 	err = c.db.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(*) - COUNT(published_at) FROM tenantdir_changes`).Scan(&total, &pending)

@@ -148,16 +148,16 @@ func (c *Chaos) Handler() http.Handler {
 			dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&s); err != nil {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad_request", "message": "body: " + err.Error()})
+				writeError(w, http.StatusBadRequest, parley.EINVALID, "body: "+err.Error())
 				return
 			}
 			if err := c.Set(s); err != nil {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": parley.ErrorCode(err), "message": parley.ErrorMessage(err)})
+				writeError(w, http.StatusBadRequest, parley.ErrorCode(err), parley.ErrorMessage(err))
 				return
 			}
 		default:
 			w.Header().Set("Allow", "GET, PUT")
-			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method_not_allowed", "message": "GET or PUT"})
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "GET or PUT")
 			return
 		}
 		writeJSON(w, http.StatusOK, c.State())
@@ -169,4 +169,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes the API's error shape: {"error": {"code", "message"}}.
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, map[string]map[string]string{"error": {"code": code, "message": message}})
 }

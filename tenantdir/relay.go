@@ -75,6 +75,9 @@ func NewRelay(ctx context.Context, cfg RelayConfig) (*Relay, error) {
 		Name: "parley_tenantdir_relay_published_total",
 		Help: "Catalogue changes the relay published to every audience's stream.",
 	}))
+	if err := r.resyncIfEmpty(ctx); err != nil {
+		return nil, err
+	}
 	r.errors = promutil.Register(cfg.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "parley_tenantdir_relay_errors_total",
 		Help: "Relay passes that failed (the changes stay pending and are retried).",
@@ -157,6 +160,34 @@ func (r *Relay) publish(ctx context.Context, ch Change) error {
 			jetstream.WithMsgID(strconv.FormatInt(ch.Seq, 10))); err != nil {
 			return fmt.Errorf("publish change %d to %s: %w", ch.Seq, r.n.StreamName(aud), err)
 		}
+	}
+	return nil
+}
+
+// resyncIfEmpty republishes the catalogue's current state when the
+// streams are empty but the catalogue is not (a new NATS, a lost
+// JetStream directory): the catalogue is the truth, and the streams and
+// every projection are rebuilt from it.
+func (r *Relay) resyncIfEmpty(ctx context.Context) error {
+	for _, aud := range Audiences {
+		s, err := r.js.Stream(ctx, r.n.StreamName(aud))
+		if err != nil {
+			return fmt.Errorf("tenantdir: stream %s: %w", r.n.StreamName(aud), err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("tenantdir: stream %s: %w", r.n.StreamName(aud), err)
+		}
+		if info.State.LastSeq > 0 {
+			return nil
+		}
+	}
+	n, err := r.cat.Resync(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		r.log.Info("tenant directory: streams empty; republishing the catalogue", "changes", n)
 	}
 	return nil
 }
