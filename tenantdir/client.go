@@ -72,6 +72,10 @@ type Client struct {
 	latest *otter.Cache[string, Record] // records heard on the bus lately (see Load)
 	lkg    sync.Map                     // workspace id -> Record: the last good answer, kept past expiry
 	sub    *nats.Subscription
+
+	// onHeard, when set (tests, benchmarks), is called with every change
+	// heard and its lag since the commit.
+	onHeard func(rec Record, lag time.Duration)
 }
 
 // entry is a cached record; stale marks a last-known-good record served
@@ -298,7 +302,11 @@ func (c *Client) heard(m *nats.Msg) {
 	}
 	rec := *ch.Workspace
 	if !rec.ChangedAt.IsZero() {
-		c.m.invalLag.Observe(time.Since(rec.ChangedAt).Seconds())
+		lag := time.Since(rec.ChangedAt)
+		c.m.invalLag.Observe(lag.Seconds())
+		if c.onHeard != nil {
+			c.onHeard(rec, lag)
+		}
 	}
 	c.latest.Set(rec.WorkspaceID, rec)
 	_, replaced := c.cache.ComputeIfPresent(rec.WorkspaceID, func(old *entry) (*entry, otter.ComputeOp) {

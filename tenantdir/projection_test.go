@@ -198,3 +198,35 @@ func TestIngestDelayChaos(t *testing.T) {
 		t.Fatalf("change applied after %v, before the %v ingestion delay", took, delay)
 	}
 }
+
+// TestRelayRepublishesToEmptyStreams: the streams are derived data. A
+// relay that finds them empty (a new NATS, a lost JetStream directory)
+// republishes the catalogue's current state, and a projection on them
+// again equals the catalogue.
+func TestRelayRepublishesToEmptyStreams(t *testing.T) {
+	cat, relay, _ := setup(t)
+	churn(t, cat)
+	if _, err := relay.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := mustBus(t)
+	r2, err := NewRelay(context.Background(), RelayConfig{Catalogue: cat, NATS: fresh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r2.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, aud := range Audiences {
+		p, err := StartProjection(context.Background(), ProjectionConfig{NATS: fresh, Audience: aud})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-p.Ready()
+		got, exp := p.Workspaces(), want(t, cat, aud)
+		p.Stop()
+		if !reflect.DeepEqual(got, exp) {
+			t.Fatalf("%s projection after a resync differs:\n got %+v\nwant %+v", aud, got, exp)
+		}
+	}
+}

@@ -188,12 +188,13 @@ func (n *node) Run(ctx context.Context) (err error) {
 	}
 	if o.NATS == "" && o.NATSCluster == "" {
 		// JetStream for the tenant directory's streams (directory.go).
-		var temporary bool
-		if bcfg.JetStreamDir, temporary, err = o.jetStreamDir(); err != nil {
-			return fmt.Errorf("jetstream directory: %w", err)
-		}
-		if temporary {
-			n.jetStreamTmp = bcfg.JetStreamDir
+		// A directory that cannot be made leaves JetStream off: the store
+		// (whose --data it is) says what is wrong, and the directory fails.
+		if dir, temporary, jerr := o.jetStreamDir(); jerr == nil {
+			bcfg.JetStreamDir = dir
+			if temporary {
+				n.jetStreamTmp = dir
+			}
 		}
 	}
 	if n.bus, err = natsbus.Start(bcfg); err != nil {
