@@ -176,7 +176,7 @@ func (c *Catalogue) AddShard(ctx context.Context, s Shard) (Shard, error) {
 		return c.logShard(ctx, tx, &s)
 	})
 	if err != nil {
-		return Shard{}, fmt.Errorf("add shard: %w", err)
+		return Shard{}, fmt.Errorf("add shard: %w", raced(err, "shard %q already exists", s.ID))
 	}
 	return s, nil
 }
@@ -285,7 +285,7 @@ func (c *Catalogue) Place(ctx context.Context, p Placement) (Record, error) {
 		return c.logWorkspace(ctx, tx, &rec)
 	})
 	if err != nil {
-		return Record{}, fmt.Errorf("place workspace %s: %w", p.WorkspaceID, err)
+		return Record{}, fmt.Errorf("place workspace %s: %w", p.WorkspaceID, raced(err, "workspace %q is already placed", p.WorkspaceID))
 	}
 	return rec, nil
 }
@@ -515,4 +515,15 @@ func encodeOverrides(limits map[string]int64, features map[string]bool) (string,
 		fea = []byte("{}")
 	}
 	return string(lim), string(fea)
+}
+
+// raced turns the unique violation of an insert that lost a race with
+// another (both checked, both inserted) into the conflict the check would
+// have reported.
+func raced(err error, format string, args ...any) error {
+	msg := err.Error()
+	if strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505") {
+		return parley.Errorf(parley.ECONFLICT, format, args...)
+	}
+	return err
 }

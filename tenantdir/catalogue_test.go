@@ -3,6 +3,7 @@ package tenantdir
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"parley"
@@ -205,6 +206,50 @@ func TestCatalogueMoveTransitions(t *testing.T) {
 		last := pending[len(pending)-1]
 		if last.Workspace == nil || last.Seq != got.Version || fmt.Sprint(*last.Workspace) != fmt.Sprint(got) {
 			t.Fatalf("last change %+v, catalogue %+v", last.Workspace, got)
+		}
+	})
+}
+
+// TestCatalogueConcurrentPlacement: many placements at once, some of the
+// same workspace, on both stores: each workspace is placed once (the
+// others get a conflict, never a raw unique violation).
+func TestCatalogueConcurrentPlacement(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *Catalogue) {
+		ctx := context.Background()
+		for _, id := range []string{"a", "b"} {
+			if _, err := c.AddShard(ctx, Shard{ID: id, Region: "eu", Capacity: 100}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const n = 20
+		var wg sync.WaitGroup
+		errs := make(chan error, 2*n)
+		for i := range 2 * n {
+			wg.Go(func() {
+				_, err := c.Place(ctx, Placement{WorkspaceID: fmt.Sprintf("w%d", i%n), Region: "eu"})
+				if err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		conflicts := 0
+		for err := range errs {
+			if parley.ErrorCode(err) != parley.ECONFLICT {
+				t.Fatalf("concurrent place: %v", err)
+			}
+			conflicts++
+		}
+		if conflicts != n {
+			t.Fatalf("%d conflicts, want %d (each workspace placed once)", conflicts, n)
+		}
+		shards, err := c.ListShards(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total := shards[0].Workspaces + shards[1].Workspaces; total != n {
+			t.Fatalf("%d workspaces placed, want %d", total, n)
 		}
 	})
 }
