@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"parley"
 	"parley/tenantdir"
 )
 
@@ -242,7 +244,13 @@ func withCatalogue(cmd *cobra.Command, o *controlOptions, lookupEnv func(string)
 		return err
 	}
 	defer c.Close()
-	return fn(cmd.Context(), c)
+	err = fn(cmd.Context(), c)
+	if code := parley.ErrorCode(err); code != "" && code != parley.EINTERNAL {
+		// A refusal reads as its message ("no active shard with room in
+		// region …"), not as "place workspace x: parley: limit_reached: …".
+		return errors.New(parley.ErrorMessage(err))
+	}
+	return err
 }
 
 // parseOverrides reads KEY=N limits and KEY=BOOL features ("" entries are
