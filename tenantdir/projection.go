@@ -3,7 +3,6 @@ package tenantdir
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -196,6 +195,3 @@ func (p *Projection) Applied() uint64 {
 	defer p.mu.RUnlock()
 	return p.applied
 }
-
-// errNotReady: the replica's projection has not replayed its stream yet.
-var errNotReady = errors.New("projection not ready")
