@@ -18,7 +18,15 @@ require (
 	modernc.org/sqlite v1.61.1
 )
 
-require github.com/sony/gobreaker/v2 v2.4.0
+require (
+	github.com/maypok86/otter/v2 v2.3.0
+	github.com/sony/gobreaker/v2 v2.4.0
+)
+
+require (
+	github.com/stretchr/testify v1.12.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect

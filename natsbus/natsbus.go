@@ -99,6 +99,11 @@ type Config struct {
 	// nodes of a cluster (default: Name + "-embedded", or Name and a random
 	// suffix when clustered).
 	ServerName string
+
+	// JetStreamDir turns JetStream on in the embedded server, with its file
+	// store in this directory and every write synced (jetstream.go). Empty:
+	// no JetStream. An external server (URL) brings its own.
+	JetStreamDir string
 }
 
 // Bus publishes events to NATS and subscribes to topics. It is safe for
@@ -254,6 +259,7 @@ func startEmbedded(cfg Config, log *slog.Logger) (*server.Server, error) {
 			return nil, err
 		}
 	}
+	applyJetStream(cfg, opts)
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)

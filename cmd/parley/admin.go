@@ -32,6 +32,7 @@ func (n *node) adminHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("/config", n.config.Handler())
 	mux.Handle("GET /hot", hot.AdminHandler(n.hot))
+	n.dir.adminRoutes(mux)
 	mux.HandleFunc("GET /healthz", n.healthz)
 	mux.HandleFunc("GET /readyz", n.readyz)
 	return mux

@@ -109,6 +109,12 @@ type node struct {
 	// and /sync from them (package recent); the API reads through it.
 	recent *recent.Buffer
 
+	// dir is the tenant directory's parts (directory.go); nil when off.
+	dir *nodeDirectory
+	// jetStreamTmp is the embedded NATS's temporary JetStream directory,
+	// removed after the bus closes ("" when none).
+	jetStreamTmp string
+
 	apiLn, adminLn net.Listener // adminLn is nil when the admin listener is off
 
 	// members is the cluster's live node list, this node included.
@@ -180,6 +186,17 @@ func (n *node) Run(ctx context.Context) (err error) {
 		bcfg.ClusterListen, bcfg.Routes, bcfg.ClusterName = o.NATSCluster, o.NATSRoutes, o.NATSClusterName
 		bcfg.ServerName = "parley-" + o.NodeID // unique in the cluster
 	}
+	if o.NATS == "" && o.NATSCluster == "" {
+		// JetStream for the tenant directory's streams (directory.go).
+		// A directory that cannot be made leaves JetStream off: the store
+		// (whose --data it is) says what is wrong, and the directory fails.
+		if dir, temporary, jerr := o.jetStreamDir(); jerr == nil {
+			bcfg.JetStreamDir = dir
+			if temporary {
+				n.jetStreamTmp = dir
+			}
+		}
+	}
 	if n.bus, err = natsbus.Start(bcfg); err != nil {
 		return fmt.Errorf("start bus: %w", err)
 	}
@@ -194,6 +211,10 @@ func (n *node) Run(ctx context.Context) (err error) {
 	}
 	if n.store, err = sqlstore.Open(ctx, scfg); err != nil {
 		return fmt.Errorf("open store: %w", err)
+	}
+
+	if err := n.startDirectory(ctx); err != nil {
+		return err // it says "tenant directory: …"
 	}
 
 	if err := n.config.Start(ctx, n.store, n.bus); err != nil {
@@ -364,6 +385,7 @@ func (n *node) close() error {
 	if n.config != nil {
 		n.config.Stop() // nothing when it was not started
 	}
+	n.dir.close() // before the bus its relay and replicas use
 	// The store publishes its last commits to the bus as it stops.
 	if n.store != nil {
 		if err := n.store.Close(); err != nil {
@@ -374,6 +396,9 @@ func (n *node) close() error {
 		if err := n.bus.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close bus: %w", err))
 		}
+	}
+	if n.jetStreamTmp != "" {
+		os.RemoveAll(n.jetStreamTmp)
 	}
 	if n.admin != nil {
 		if err := n.admin.Shutdown(ctx); err != nil {
