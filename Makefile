@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike bench-breaker loadtest loadtest-audience chaos lint fuzz fuzz-short
+.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike bench-breaker loadtest loadtest-audience chaos soak storm lint fuzz fuzz-short
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -145,6 +145,18 @@ loadtest-hot: build
 ## in out/beforeafter/. About half an hour of both cores.
 loadtest-audience:
 	loadtest/run-beforeafter.sh
+
+## soak: issue 15's soak (loadtest/run-soak.sh, docs/benchmarks.md "Soak"):
+## one `parley serve` on a fresh PostgreSQL database (PG_SERVER, default
+## postgres://postgres@127.0.0.1:5432), 2,000 users, steady and hot-channel
+## traffic at once for an hour (about 70 % of what this machine delivers),
+## sampled every 30 s (goroutines, heap, RSS, open files, database
+## connections) with heap and goroutine profiles at the start and the end;
+## fails unless every series stayed flat. Results in out/soak/. Not CI
+## (TestSoakSampler is its CI size).
+PG_SERVER ?= postgres://postgres@127.0.0.1:5432
+soak: build
+	PG='$(PG_SERVER)' loadtest/run-soak.sh $(or $(SOAK_DURATION),1h) out/soak
 
 ## chaos: issue 15's long chaos run (docs/reliability.md): 3 nodes on a
 ## fresh PostgreSQL database (PG, default postgres://postgres@127.0.0.1:5432),
