@@ -168,3 +168,13 @@ PG ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 chaos: build
 	bin/parley chaos --postgres '$(PG)' --nodes 3 --users 60 --channels 8 --writers 15 --rate 30 \
 		--duration 20m --seed $(or $(CHAOS_SEED),0) --out out/chaos
+
+## storm: issue 15's whole-fleet reconnect storm (docs/reliability.md):
+## 3 nodes on a fresh PostgreSQL database (PG, as for chaos), 5,000
+## sessions, every socket cut at once, then a rolling restart of every
+## node; sessions back, database transactions against a steady window,
+## resume sources. Report in out/fleet-storm/. Not part of `make test`
+## (TestFleetStorm is its CI size).
+storm: build
+	bin/parley loadtest fleet-storm --postgres '$(PG)' --nodes 3 --sessions 5000 --rate 20 --window 15s \
+		--rolling-restart --out out/fleet-storm

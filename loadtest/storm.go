@@ -259,7 +259,7 @@ func RunStorm(ctx context.Context, cfg StormConfig) (*StormReport, error) {
 	r.nodes = nodes
 	for _, n := range nodes {
 		// Every socket and post comes from this machine.
-		n.args = append(n.args, "--rate-write-ip", "off", "--rate-create-ip", "off")
+		n.args = append(n.args, "--log-level", "warn", "--rate-write-ip", "off", "--rate-create-ip", "off")
 		_ = os.Remove(n.logPath)
 		if err := n.start(); err != nil {
 			return nil, err
