@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,7 +79,7 @@ func (c *StormConfig) defaults() error {
 		}
 		c.Exec = []string{exe}
 	}
-	c.Postgres = cmpOr(c.Postgres, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+	c.Postgres = cmp.Or(c.Postgres, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
 	if c.Nodes <= 0 {
 		c.Nodes = 3
 	}
@@ -112,7 +113,7 @@ func (c *StormConfig) defaults() error {
 	if c.NoDrop && !c.Rolling {
 		return errors.New("nothing to do: --no-drop without --rolling-restart")
 	}
-	c.Out = cmpOr(c.Out, "out/fleet-storm")
+	c.Out = cmp.Or(c.Out, "out/fleet-storm")
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
@@ -120,13 +121,6 @@ func (c *StormConfig) defaults() error {
 		c.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
 	return nil
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // StormPhase is one phase's figures.
