@@ -11,6 +11,8 @@
 #   join-spike   5,000 users, 4,950 joining one channel at 2,000 joins/s
 #                asked (50 watchers), 2 msg/s into the others
 #
+# ORDER (default "before after") is the order of each pair; SCENARIOS
+# (default "hot-channel join-spike") the scenarios run.
 # Both servers are driven by AFTER_BIN's load tester. Reports in OUT
 # (default out/outbox-storms)/<before|after>/<scenario>/ and the summary
 # tables in <which>-<scenario>.txt, with the load average around each run.
@@ -33,12 +35,16 @@ run() { # run WHICH BIN SCENARIO FLAGS…
 		echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	} >"$out/$which-$scenario.txt"
 }
-for which in before after; do
-	eval bin=\$"$which"
-	run "$which" "$bin" hot-channel --rate 100
-done
-for which in before after; do
-	eval bin=\$"$which"
-	run "$which" "$bin" join-spike --users 5000 --watchers 50 --rate 2000 --connect-rate 500 --duration 30s \
-		--catch-up 120s --procs 2 --source-ips 127.0.0.1-127.0.0.4
+for scenario in ${SCENARIOS:-hot-channel join-spike}; do
+	for which in ${ORDER:-before after}; do
+		eval bin=\$"$which"
+		case $scenario in
+		hot-channel) run "$which" "$bin" hot-channel --rate 100 ;;
+		join-spike)
+			run "$which" "$bin" join-spike --users 5000 --watchers 50 --rate 2000 --connect-rate 500 --duration 30s \
+				--catch-up 120s --procs 2 --source-ips 127.0.0.1-127.0.0.4
+			;;
+		*) echo "run-outbox-storms: unknown scenario $scenario" >&2 && exit 2 ;;
+		esac
+	done
 done
