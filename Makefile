@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike bench-breaker loadtest loadtest-audience chaos lint fuzz fuzz-short
+.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike bench-breaker loadtest loadtest-audience chaos soak storm lint fuzz fuzz-short
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -146,6 +146,18 @@ loadtest-hot: build
 loadtest-audience:
 	loadtest/run-beforeafter.sh
 
+## soak: issue 15's soak (loadtest/run-soak.sh, docs/benchmarks.md "Soak"):
+## one `parley serve` on a fresh PostgreSQL database (PG_SERVER, default
+## postgres://postgres@127.0.0.1:5432), 2,000 users, steady and hot-channel
+## traffic at once for an hour (about 70 % of what this machine delivers),
+## sampled every 30 s (goroutines, heap, RSS, open files, database
+## connections) with heap and goroutine profiles at the start and the end;
+## fails unless every series stayed flat. Results in out/soak/. Not CI
+## (TestSoakSampler is its CI size).
+PG_SERVER ?= postgres://postgres@127.0.0.1:5432
+soak: build
+	PG='$(PG_SERVER)' loadtest/run-soak.sh $(or $(SOAK_DURATION),1h) out/soak
+
 ## chaos: issue 15's long chaos run (docs/reliability.md): 3 nodes on a
 ## fresh PostgreSQL database (PG, default postgres://postgres@127.0.0.1:5432),
 ## 20 minutes of steady and hot-channel traffic with a fault every 5–20 s
@@ -156,3 +168,13 @@ PG ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 chaos: build
 	bin/parley chaos --postgres '$(PG)' --nodes 3 --users 60 --channels 8 --writers 15 --rate 30 \
 		--duration 20m --seed $(or $(CHAOS_SEED),0) --out out/chaos
+
+## storm: issue 15's whole-fleet reconnect storm (docs/reliability.md):
+## 3 nodes on a fresh PostgreSQL database (PG, as for chaos), 5,000
+## sessions, every socket cut at once, then a rolling restart of every
+## node; sessions back, database transactions against a steady window,
+## resume sources. Report in out/fleet-storm/. Not part of `make test`
+## (TestFleetStorm is its CI size).
+storm: build
+	bin/parley loadtest fleet-storm --postgres '$(PG)' --nodes 3 --sessions 5000 --rate 20 --window 15s \
+		--rolling-restart --out out/fleet-storm

@@ -163,7 +163,9 @@ func (c *conn) resume(f *inFrame) {
 		return
 	}
 	s := g.registry.get(f.SessionID)
+	source := "buffer"
 	if s == nil {
+		source = "handover"
 		var out resumeOutcome
 		s, out = g.handover(ctx, f.SessionID, hash, *f.Seq)
 		switch out {
@@ -191,6 +193,7 @@ func (c *conn) resume(f *inFrame) {
 		c.identified.Store(true)
 		c.timer.Stop()
 		g.metrics.resumes.WithLabelValues("ok").Inc()
+		g.metrics.resumeSources.WithLabelValues(source).Inc()
 		g.refreshPresence(s)
 	case resumeBadSeq:
 		g.metrics.resumes.WithLabelValues("invalid_seq").Inc()
@@ -206,6 +209,7 @@ func (c *conn) resume(f *inFrame) {
 // for an identify.
 func (c *conn) invalidSession(reason string) {
 	c.g.metrics.resumes.WithLabelValues(reason).Inc()
+	c.g.metrics.resumeSources.WithLabelValues("sync").Inc()
 	c.writeJSON(invalidSessionFrame{Op: parley.OpInvalidSession, Reason: reason})
 }
 

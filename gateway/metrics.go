@@ -15,6 +15,7 @@ type metrics struct {
 	subscriptions    prometheus.Gauge
 	identifies       *prometheus.CounterVec
 	resumes          *prometheus.CounterVec
+	resumeSources    *prometheus.CounterVec
 	closes           *prometheus.CounterVec
 	handovers        *prometheus.CounterVec
 	deliveries       prometheus.Counter
@@ -49,6 +50,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "parley_gateway_identifies_total", Help: "Identify attempts by result."}, []string{"result"}),
 		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_gateway_resumes_total", Help: "Resume attempts by result."}, []string{"result"}),
+		resumeSources: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_gateway_resume_sources_total",
+			Help: "Where resumes were served from: buffer (this node's session and its replay buffer), handover (another node's, handed over the bus), sync (invalid_session: the client identifies afresh and catches up through /sync)."}, []string{"source"}),
 		closes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_gateway_closes_total", Help: "Connections closed by the gateway, by close code."}, []string{"code"}),
 		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -101,6 +105,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.subscriptions = promutil.Register(reg, m.subscriptions)
 	m.identifies = promutil.Register(reg, m.identifies)
 	m.resumes = promutil.Register(reg, m.resumes)
+	m.resumeSources = promutil.Register(reg, m.resumeSources)
 	m.closes = promutil.Register(reg, m.closes)
 	m.handovers = promutil.Register(reg, m.handovers)
 	m.deliveries = promutil.Register(reg, m.deliveries)

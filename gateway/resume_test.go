@@ -5,8 +5,33 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"parley"
 )
+
+// resumeSources reads parley_gateway_resume_sources_total by source.
+func resumeSources(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "parley_gateway_resume_sources_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
 
 // sessionState reads a session's state on its partition.
 func (e *env) sessionState(id string) (ok, attached bool, lastS uint64) {
@@ -67,6 +92,9 @@ func TestResumeAfterDrop(t *testing.T) {
 	}
 	if f := c2.next(); f.Op != "resumed" || f.Replayed != 20 {
 		t.Fatalf("after the replay: %+v", f)
+	}
+	if src := resumeSources(t, e.reg); src["buffer"] != 1 || src["handover"] != 0 || src["sync"] != 0 {
+		t.Fatalf("resume sources %v, want one from the buffer", src)
 	}
 	e.post(a, general, "live")
 	f := c2.nextOp("event")
@@ -205,6 +233,9 @@ func TestResumeOnAnotherNode(t *testing.T) {
 	if e.gw.registry.get(ready.SessionID) != nil {
 		t.Fatal("n1 still holds the session")
 	}
+	if src := resumeSources(t, n2.reg); src["handover"] != 1 || src["buffer"] != 0 || src["sync"] != 0 {
+		t.Fatalf("n2's resume sources %v, want one handover", src)
+	}
 	e.post(a, priv, "p2")
 	e.post(b, general, "live")
 	c2.waitEvents(parley.EventMessageCreated, 7)
@@ -226,5 +257,11 @@ func TestResumeOnAnotherNode(t *testing.T) {
 	c4.send(map[string]any{"op": "resume", "token": a.token, "session_id": "n9.abc", "seq": 0})
 	if f := c4.next(); f.Op != "invalid_session" {
 		t.Fatalf("dead node: %+v", f)
+	}
+	if src := resumeSources(t, n2.reg); src["sync"] != 1 {
+		t.Fatalf("n2's resume sources %v, want one sent to /sync", src)
+	}
+	if src := resumeSources(t, e.reg); src["handover"] != 1 {
+		t.Fatalf("n1's resume sources %v, want one handover (back from n2)", src)
 	}
 }

@@ -10,10 +10,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -431,22 +429,11 @@ func (r *chaosRun) saveMetrics(ctx context.Context) {
 
 // seedDB runs `parley seed` straight on the database.
 func (r *chaosRun) seedDB(ctx context.Context) error {
-	cfg := r.cfg
-	args := append(append([]string{}, cfg.Exec[1:]...), "seed", "--log-level", "warn", "--db", r.db.direct,
-		"--users", strconv.Itoa(cfg.Users), "--channels", strconv.Itoa(cfg.Channels), "--out", "-")
-	cmd := exec.CommandContext(ctx, cfg.Exec[0], args...)
-	cmd.Env = chaosEnv()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	s, err := seedDatabase(ctx, r.cfg.Exec, r.db.direct, r.cfg.Users, r.cfg.Channels)
 	if err != nil {
-		return fmt.Errorf("parley seed: %w\n%s", err, stderr.String())
+		return err
 	}
-	var s seedOut
-	if err := json.Unmarshal(out, &s); err != nil {
-		return fmt.Errorf("seed output: %w", err)
-	}
-	r.seed = &s
+	r.seed = s
 	for _, ch := range s.Channels {
 		if ch.Name == "general" {
 			r.general = ch.ID

@@ -110,5 +110,6 @@ func newLoadtestCmd() *cobra.Command {
 		},
 	}
 	o.register(cmd.Flags())
+	cmd.AddCommand(newSoakCmd(), newFleetStormCmd())
 	return cmd
 }
