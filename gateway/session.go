@@ -61,6 +61,10 @@ type chanPos struct {
 	until    int64    // > 0: the session leaves the channel after this seq
 	later    []*event // the user's own member events after until, for leave
 	catching bool     // a read of the log for this session is in flight
+	// fillFails counts the failed catch-up reads in a row (the backoff
+	// of the next); retryArmed: a retry is scheduled.
+	fillFails  int
+	retryArmed bool
 	preview  bool     // a public channel the user is not in, followed while in focus
 
 	// View-aware delivery (view.go): given is the position the client
