@@ -208,6 +208,10 @@ type chaosReader struct {
 	// guarded by mu.
 	summaries map[string][]int64
 	n         int // guarded by mu
+	// unordered counts, by channel, durable events of a declared channel
+	// that the client handed over without Ordered (it no longer tracked
+	// the channel); guarded by mu.
+	unordered map[string]int
 }
 
 // seedUser and seedOut mirror what `parley seed --out` writes.
@@ -481,7 +485,7 @@ func (r *chaosRun) apiClient(home int, token string) *client.Client {
 func (r *chaosRun) connectReaders(ctx context.Context) ([]*chaosReader, error) {
 	readers := make([]*chaosReader, len(r.seed.Users))
 	for i, u := range r.seed.Users {
-		rd := &chaosReader{idx: i, user: u, chans: u.Channels, run: r, receipts: map[string][]receipt{}, summaries: map[string][]int64{}}
+		rd := &chaosReader{idx: i, user: u, chans: u.Channels, run: r, receipts: map[string][]receipt{}, summaries: map[string][]int64{}, unordered: map[string]int{}}
 		home := i % len(r.nodes)
 		track := map[string]int64{}
 		for _, ch := range u.Channels {
@@ -535,7 +539,13 @@ func (rd *chaosReader) handle(ev client.Event) {
 		}
 		return
 	}
-	if !ev.Durable() || !ev.Ordered || !slices.Contains(rd.chans, ev.ChannelID) {
+	if !ev.Durable() || !slices.Contains(rd.chans, ev.ChannelID) {
+		return
+	}
+	if !ev.Ordered {
+		rd.mu.Lock()
+		rd.unordered[ev.ChannelID]++
+		rd.mu.Unlock()
 		return
 	}
 	rd.chk.observe(ev.ChannelID, ev.Seq)

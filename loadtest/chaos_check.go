@@ -149,6 +149,16 @@ type StreamEvidence struct {
 	// gave up (a fatal close) receives nothing more.
 	Connected bool   `json:"connected"`
 	ConnErr   string `json:"conn_err,omitempty"`
+	// Tracked and Position are the client's own position in the channel
+	// at the end (client.Conn.Positions): a channel the client stopped
+	// tracking gets no gap fills and its events arrive unordered.
+	Tracked  bool  `json:"tracked"`
+	Position int64 `json:"position"`
+	// Unordered counts the channel's durable events the client handed
+	// over without ordering them (it no longer tracked the channel).
+	Unordered int `json:"unordered"`
+	// Client is the reader's Conn counters at the end.
+	Client client.Stats `json:"client"`
 	// Around are the receipts just before and after the first hole:
 	// "seq@seconds since the first receipt (live|catch-up)".
 	Around []string `json:"around"`
@@ -170,9 +180,12 @@ func (rd *chaosReader) streamEvidence(ch string, head int64, miss []int64) Strea
 		if err := rd.conn.Err(); err != nil {
 			ev.ConnErr = err.Error()
 		}
+		ev.Position, ev.Tracked = rd.conn.Positions()[ch]
+		ev.Client = rd.conn.Stats()
 	}
 	rd.mu.Lock()
 	defer rd.mu.Unlock()
+	ev.Unordered = rd.unordered[ch]
 	rs := rd.receipts[ch]
 	ev.Receipts = len(rs)
 	if len(rs) > 0 {
