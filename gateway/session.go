@@ -65,7 +65,7 @@ type chanPos struct {
 	// of the next); retryArmed: a retry is scheduled.
 	fillFails  int
 	retryArmed bool
-	preview  bool     // a public channel the user is not in, followed while in focus
+	preview    bool // a public channel the user is not in, followed while in focus
 
 	// View-aware delivery (view.go): given is the position the client
 	// has, by events or summaries; last may be past it while the channel
