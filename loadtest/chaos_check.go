@@ -62,6 +62,9 @@ type ChaosCounts struct {
 	Duplicated  int `json:"duplicated"`  // in a log twice, or handed twice
 	OutOfOrder  int `json:"out_of_order"`
 	Mismatched  int `json:"mismatched"` // acknowledged seq ≠ logged seq
+	// GaveUp counts readers whose session gave up for good (a fatal
+	// close): a reader with a valid token must never stop reconnecting.
+	GaveUp int `json:"gave_up"`
 }
 
 // LatencyRow is commit→delivery latency over the receipts of the
@@ -115,6 +118,7 @@ type ChaosReport struct {
 	Duplicated         []Anomaly        `json:"duplicated"`
 	OutOfOrder         []Anomaly        `json:"out_of_order"`
 	Mismatched         []Anomaly        `json:"mismatched"`
+	GaveUp             []Anomaly        `json:"gave_up"`
 	Recovered          []Anomaly        `json:"recovered"`
 	Failed             []Anomaly        `json:"failed"` // not acknowledged, not committed (allowed)
 	Latency            []LatencyRow     `json:"latency"`
@@ -373,7 +377,17 @@ func (r *chaosRun) check(readers []*chaosReader, hist map[string][]parley.Event,
 
 	rep.Latency = latencyRows(lats, faults)
 	rep.Timeline = timeline(lats, writes, states, loadStart)
-	rep.Pass = cnt.Lost == 0 && cnt.Undelivered == 0 && cnt.Duplicated == 0 && cnt.OutOfOrder == 0 && cnt.Mismatched == 0
+	for _, rd := range readers {
+		if rd.conn == nil {
+			continue
+		}
+		if err := rd.conn.Err(); err != nil {
+			addAnomaly(&rep.GaveUp, &cnt.GaveUp, Anomaly{Reader: rd.user.ID,
+				Detail: fmt.Sprintf("reader %d's session gave up: %v", rd.idx, err)})
+		}
+	}
+	rep.Pass = cnt.Lost == 0 && cnt.Undelivered == 0 && cnt.Duplicated == 0 && cnt.OutOfOrder == 0 && cnt.Mismatched == 0 &&
+		cnt.GaveUp == 0
 	return rep
 }
 
@@ -561,7 +575,7 @@ table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding
 <p>Seed {{.R.Seed}}, started {{.R.Started.UTC.Format "2006-01-02 15:04:05 UTC"}}, {{printf "%.0f" .R.LoadSeconds}} s of load.
 Verdict: {{if .R.Pass}}<span class="pass">PASS</span>{{else}}<span class="fail">FAIL</span>{{end}}
 (lost {{.R.Counts.Lost}}, undelivered {{.R.Counts.Undelivered}}, duplicated {{.R.Counts.Duplicated}}, out of order {{.R.Counts.OutOfOrder}},
-mismatched {{.R.Counts.Mismatched}}; recovered {{.R.Counts.Recovered}}).</p>
+mismatched {{.R.Counts.Mismatched}}, readers that gave up {{.R.Counts.GaveUp}}; recovered {{.R.Counts.Recovered}}).</p>
 <h2>Summary</h2>
 <table>{{range .Rows}}<tr><th>{{.K}}</th><td>{{.V}}</td></tr>{{end}}</table>
 <h2>Over time</h2>
@@ -638,7 +652,7 @@ func (rep *ChaosReport) HTML(w io.Writer) error {
 		name string
 		list []Anomaly
 	}{{"lost", rep.Lost}, {"undelivered", rep.Undelivered}, {"duplicated", rep.Duplicated},
-		{"out of order", rep.OutOfOrder}, {"mismatched", rep.Mismatched}, {"recovered (allowed)", rep.Recovered}, {"failed, not committed (allowed)", rep.Failed}} {
+		{"out of order", rep.OutOfOrder}, {"mismatched", rep.Mismatched}, {"readers that gave up", rep.GaveUp}, {"recovered (allowed)", rep.Recovered}, {"failed, not committed (allowed)", rep.Failed}} {
 		if len(f.list) > 0 {
 			findings = append(findings, struct {
 				K string
