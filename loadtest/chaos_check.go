@@ -50,7 +50,7 @@ type Anomaly struct {
 
 // ChaosCounts are the checker's totals.
 type ChaosCounts struct {
-	Posts       int `json:"posts"`       // requests sent (fences included)
+	Posts       int `json:"posts"`       // requests sent
 	Acked       int `json:"acked"`       // acknowledged
 	Failed      int `json:"failed"`      // failed, not in the log
 	Recovered   int `json:"recovered"`   // failed, but in the log
