@@ -183,6 +183,13 @@ func (p *partition) fillDone(s *session, channelID string, evs []*event, err err
 		// pause, whether or not the node's stream has shown anything past
 		// the session's position (the read may have been asked because the
 		// stream began past it, and a quiet channel shows nothing more).
+		if parley.ErrorCode(err) == parley.ENOTFOUND {
+			// The channel is gone from the store: there is no log to
+			// catch up from, now or later (the order package's gap fill
+			// gives up the same way).
+			p.env.log.Warn("gateway session catch-up: channel not in the store", "session_id", s.id, "channel_id", channelID, "err", err)
+			return
+		}
 		cp.fillFails++
 		if !cp.retryArmed {
 			cp.retryArmed = true
