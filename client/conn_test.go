@@ -692,3 +692,34 @@ func TestDirectoryCopiesNotTracked(t *testing.T) {
 		t.Errorf("position %d", pos)
 	}
 }
+
+// A live Conn whose gateway refuses it for a while — the resume closed
+// rate_limited (4008), the identify after it closed unknown_error (4000, a
+// store failing during identify), then upgrades refused with 503 — keeps
+// trying and comes back: transient refusals never end a Conn (the chaos
+// run's readers must not give up during a database fault).
+func TestTransientRefusalsNeverEndAConn(t *testing.T) {
+	f := newGW(t)
+	conn, fs := f.connect(t, ConnectOptions{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	fs.drop()
+	fs2 := f.e.fake.accept(t)
+	fs2.hello(t, 60000)
+	fs2.expect(t, parley.OpResume)
+	fs2.closeWith(parley.CloseRateLimited, "overloaded: reconnect later")
+	fs3 := f.e.fake.accept(t)
+	fs3.hello(t, 60000)
+	fs3.expect(t, parley.OpResume)
+	fs3.send(t, map[string]any{"op": parley.OpInvalidSession, "reason": "unknown_session"})
+	fs3.expect(t, parley.OpIdentify)
+	f.e.fake.refuse.Store(20)
+	fs3.closeWith(parley.CloseUnknownError, "internal error")
+	fs4 := f.e.fake.accept(t)
+	fs4.identify(t, f.alice.Token, f.ws.ID, "n1.back", f.alice.ID)
+	waitUntil(t, "the Conn back on a new session", func() bool { return conn.SessionID() == "n1.back" && conn.Connected() })
+	if err := conn.Err(); err != nil {
+		t.Fatalf("the Conn ended: %v", err)
+	}
+	if n := f.e.fake.refuse.Load(); n != 0 {
+		t.Errorf("%d refusals left: the Conn stopped trying", n)
+	}
+}

@@ -29,6 +29,9 @@ type fillPool struct {
 	now      func() time.Time
 	metrics  *metrics
 	logPanic func(where string, v any, attrs ...any)
+	// stuck: a read in flight this long takes no more joiners (its answer
+	// is overdue; partitionEnv.fillStuck asks again for its sessions).
+	stuck time.Duration
 
 	mu       sync.Mutex
 	queue    []*fillJob           // waiting for a worker, oldest first
@@ -47,6 +50,10 @@ type fillKey struct {
 type fillJob struct {
 	fillKey
 	waiters map[*partition][]*session // guarded by fillPool.mu
+	started time.Time                 // when its read began; guarded by fillPool.mu
+	// orphan: overdue and replaced; its worker no longer counts toward
+	// the limit and ends after its read. Guarded by fillPool.mu.
+	orphan bool
 }
 
 func newFillPool(limit int, g *Gateway) *fillPool {
@@ -58,6 +65,7 @@ func newFillPool(limit int, g *Gateway) *fillPool {
 		now:      g.now,
 		metrics:  g.metrics,
 		logPanic: g.logPanic,
+		stuck:    fillStuck,
 		queued:   map[string]*fillJob{},
 		inflight: map[fillKey]*fillJob{},
 	}
@@ -85,8 +93,16 @@ func (f *fillPool) request(p *partition, s *session, channelID string, after int
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if j := f.inflight[fillKey{channelID, after}]; j != nil {
-		j.add(p, s)
-		return
+		if f.now().Sub(j.started) < f.stuck {
+			j.add(p, s)
+			return
+		}
+		// Overdue: its answer may never come. A new read takes its place
+		// for joiners, on a worker of its own; its own waiters still get
+		// its answer if it does come.
+		delete(f.inflight, j.fillKey)
+		j.orphan = true
+		f.running--
 	}
 	if j := f.queued[channelID]; j != nil {
 		j.after = min(j.after, after)
@@ -133,8 +149,15 @@ func (f *fillPool) work() {
 		if f.inflight[j.fillKey] == nil {
 			f.inflight[j.fillKey] = j
 		}
+		j.started = f.now()
 		f.mu.Unlock()
 		f.run(j)
+		f.mu.Lock()
+		orphan := j.orphan
+		f.mu.Unlock()
+		if orphan {
+			return // replaced while it read: no longer counted in running
+		}
 	}
 }
 
@@ -155,11 +178,7 @@ func (f *fillPool) run(j *fillJob) {
 		channelID := j.channelID
 		p.post(func() {
 			for _, s := range ss {
-				if panicked {
-					p.fillPanicked(s, channelID)
-				} else {
-					p.fillDone(s, channelID, es, err)
-				}
+				p.fillAnswer(s, channelID, es, err, panicked)
 			}
 		})
 	}

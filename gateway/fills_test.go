@@ -23,6 +23,26 @@ type logGate struct {
 	peak   int
 	reads  int
 	waiter chan struct{} // signalled when a read arrives at the gate
+	// passFrom > 0: reads numbered above it go through while held
+	// (passAfter).
+	passFrom int
+	fails    int // the next reads to fail as behind an open store breaker
+}
+
+// failNext makes the next n reads fail as the store guard fails them while
+// its breaker is open (EUNAVAILABLE), without reaching the store.
+func (g *logGate) failNext(n int) {
+	g.mu.Lock()
+	g.fails = n
+	g.mu.Unlock()
+}
+
+// passAfter lets every read after the first n through the held gate: those
+// n stay held until release.
+func (g *logGate) passAfter(n int) {
+	g.mu.Lock()
+	g.passFrom = n
+	g.mu.Unlock()
 }
 
 func newLogGate(s Store) *logGate {
@@ -43,10 +63,18 @@ func (g *logGate) release() {
 
 func (g *logGate) ChannelLog(ctx context.Context, channelID string, after int64, limit int) ([]parley.Event, error) {
 	g.mu.Lock()
+	if g.fails > 0 {
+		g.fails--
+		g.mu.Unlock()
+		return nil, parley.Errorf(parley.EUNAVAILABLE, "the database is failing; try again shortly")
+	}
 	g.now++
 	g.reads++
 	g.peak = max(g.peak, g.now)
 	gate := g.gate
+	if g.passFrom > 0 && g.reads > g.passFrom {
+		gate = nil
+	}
 	g.mu.Unlock()
 	select {
 	case g.waiter <- struct{}{}:

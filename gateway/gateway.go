@@ -48,6 +48,10 @@ type Gateway struct {
 	// dispatchHook, likewise, runs as the hub hands an event from the bus
 	// to the partitions.
 	dispatchHook atomic.Pointer[func(topic string, ev parley.Event)]
+	// releaseHook, likewise, runs when the hub has dropped the last
+	// reference on a topic, before release returns: a place for another
+	// session to take the topic at that moment.
+	releaseHook atomic.Pointer[func(topic string)]
 	// frameHook, likewise, runs on each inbound frame before it is read.
 	frameHook atomic.Pointer[func(data []byte)]
 

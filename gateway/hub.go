@@ -138,10 +138,10 @@ func (h *hub) release(topic string) {
 	if ts == nil {
 		return
 	}
-	channelID, isChannel := strings.CutPrefix(topic, parley.TopicPrefixChannel)
-	if err := ts.unsub(); err != nil {
-		h.g.log.Warn("gateway unsubscribe failed", "topic", topic, "err", err)
+	if hook := h.g.releaseHook.Load(); hook != nil {
+		(*hook)(topic)
 	}
+	channelID, isChannel := strings.CutPrefix(topic, parley.TopicPrefixChannel)
 	if isChannel {
 		for _, p := range h.g.parts {
 			p.postAsync(func() {
@@ -154,7 +154,15 @@ func (h *hub) release(topic string) {
 }
 
 // releaseLocked is release's part under mu: it returns the subscription
-// when this was its last reference.
+// when this was its last reference, unsubscribed.
+//
+// The unsubscribe happens under mu, like the subscribe of acquireLocked: a
+// mux holds one subscription per topic (subscribing a topic it holds is a
+// no-op), so an acquire of the topic between this release's forgetting it
+// and its unsubscribing would keep the old subscription as its own and
+// then lose it to this unsubscribe. The node would go on believing itself
+// subscribed while the bus sent it nothing of the topic: for a channel,
+// its sessions given nothing more, not even a gap to notice.
 func (h *hub) releaseLocked(topic string) *topicSub {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -170,6 +178,9 @@ func (h *hub) releaseLocked(topic string) *topicSub {
 	h.g.metrics.subscriptions.Dec()
 	if channelID, isChannel := strings.CutPrefix(topic, parley.TopicPrefixChannel); isChannel {
 		h.seq.Untrack(channelID)
+	}
+	if err := ts.unsub(); err != nil {
+		h.g.log.Warn("gateway unsubscribe failed", "topic", topic, "err", err)
 	}
 	return ts
 }

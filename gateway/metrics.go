@@ -22,6 +22,7 @@ type metrics struct {
 	droppedEphemeral prometheus.Counter
 	slowCloses       prometheus.Counter
 	sessionFills     prometheus.Counter
+	fillRetries      *prometheus.CounterVec
 	fillReads        prometheus.Counter
 	fillsInFlight    prometheus.Gauge
 	typingDropped    prometheus.Counter
@@ -65,6 +66,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "parley_gateway_slow_consumer_closes_total", Help: "Connections closed 4009 because their send queue was full."}),
 		sessionFills: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_gateway_session_catchups_total", Help: "Sessions brought up to the node's stream of a channel from its log; several share one read."}),
+		fillRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_gateway_catchup_retries_total", Help: "Session catch-ups asked for again: after a failed read (failed, with backoff) or a read that never answered (stuck)."}, []string{"reason"}),
 		fillReads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_gateway_catchup_reads_total", Help: "Reads of a channel log for session catch-ups, each shared by every session waiting for that channel."}),
 		fillsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -113,6 +116,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.slowCloses = promutil.Register(reg, m.slowCloses)
 	m.sessionFills = promutil.Register(reg, m.sessionFills)
 	m.fillReads = promutil.Register(reg, m.fillReads)
+	m.fillRetries = promutil.Register(reg, m.fillRetries)
 	m.fillsInFlight = promutil.Register(reg, m.fillsInFlight)
 	m.typingDropped = promutil.Register(reg, m.typingDropped)
 	m.presenceHidden = promutil.Register(reg, m.presenceHidden)

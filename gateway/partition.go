@@ -56,6 +56,8 @@ type partition struct {
 	passiveMemo hotMemo // mayBePassive's last answer
 	passiveN    int     // passed-over events not yet added to the metric
 	passiveDry  int     // dry run: events that would have been
+
+	fillsOut map[fillRef]int64 // catch-ups asked for, with when (partition_follow.go)
 }
 
 // item is one inbox entry: an event for a topic, or a request to run.
@@ -597,6 +599,7 @@ func (p *partition) sweep() {
 			p.sweepGuarded(s, hbDeadline, windowDeadline, ttlDeadline)
 		}
 	}
+	p.checkFills()
 }
 
 // sweepOne is the sweep of one session.

@@ -23,6 +23,7 @@ type partitionEnv struct {
 	resumeWindow   time.Duration
 	replayTTL      time.Duration
 	sweepEvery     time.Duration
+	fillStuck      time.Duration // a catch-up read unanswered this long is asked again
 
 	stop        <-chan struct{} // closed when the gateway stops
 	now         func() time.Time
@@ -55,6 +56,7 @@ func (g *Gateway) partitionEnv() *partitionEnv {
 		resumeWindow:       g.cfg.ResumeWindow,
 		replayTTL:          g.cfg.ReplayTTL,
 		sweepEvery:         g.sweepEvery,
+		fillStuck:          fillStuck,
 		stop:               g.stop,
 		now:                g.now,
 		log:                g.log,

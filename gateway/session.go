@@ -61,7 +61,11 @@ type chanPos struct {
 	until    int64    // > 0: the session leaves the channel after this seq
 	later    []*event // the user's own member events after until, for leave
 	catching bool     // a read of the log for this session is in flight
-	preview  bool     // a public channel the user is not in, followed while in focus
+	// fillFails counts the failed catch-up reads in a row (the backoff
+	// of the next); retryArmed: a retry is scheduled.
+	fillFails  int
+	retryArmed bool
+	preview    bool // a public channel the user is not in, followed while in focus
 
 	// View-aware delivery (view.go): given is the position the client
 	// has, by events or summaries; last may be past it while the channel

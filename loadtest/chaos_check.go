@@ -50,7 +50,7 @@ type Anomaly struct {
 
 // ChaosCounts are the checker's totals.
 type ChaosCounts struct {
-	Posts       int `json:"posts"`       // requests sent (fences included)
+	Posts       int `json:"posts"`       // requests sent
 	Acked       int `json:"acked"`       // acknowledged
 	Failed      int `json:"failed"`      // failed, not in the log
 	Recovered   int `json:"recovered"`   // failed, but in the log
@@ -62,6 +62,9 @@ type ChaosCounts struct {
 	Duplicated  int `json:"duplicated"`  // in a log twice, or handed twice
 	OutOfOrder  int `json:"out_of_order"`
 	Mismatched  int `json:"mismatched"` // acknowledged seq ≠ logged seq
+	// GaveUp counts readers whose session gave up for good (a fatal
+	// close): a reader with a valid token must never stop reconnecting.
+	GaveUp int `json:"gave_up"`
 }
 
 // LatencyRow is commit→delivery latency over the receipts of the
@@ -115,6 +118,7 @@ type ChaosReport struct {
 	Duplicated         []Anomaly        `json:"duplicated"`
 	OutOfOrder         []Anomaly        `json:"out_of_order"`
 	Mismatched         []Anomaly        `json:"mismatched"`
+	GaveUp             []Anomaly        `json:"gave_up"`
 	Recovered          []Anomaly        `json:"recovered"`
 	Failed             []Anomaly        `json:"failed"` // not acknowledged, not committed (allowed)
 	Latency            []LatencyRow     `json:"latency"`
@@ -149,6 +153,16 @@ type StreamEvidence struct {
 	// gave up (a fatal close) receives nothing more.
 	Connected bool   `json:"connected"`
 	ConnErr   string `json:"conn_err,omitempty"`
+	// Tracked and Position are the client's own position in the channel
+	// at the end (client.Conn.Positions): a channel the client stopped
+	// tracking gets no gap fills and its events arrive unordered.
+	Tracked  bool  `json:"tracked"`
+	Position int64 `json:"position"`
+	// Unordered counts the channel's durable events the client handed
+	// over without ordering them (it no longer tracked the channel).
+	Unordered int `json:"unordered"`
+	// Client is the reader's Conn counters at the end.
+	Client client.Stats `json:"client"`
 	// Around are the receipts just before and after the first hole:
 	// "seq@seconds since the first receipt (live|catch-up)".
 	Around []string `json:"around"`
@@ -170,9 +184,12 @@ func (rd *chaosReader) streamEvidence(ch string, head int64, miss []int64) Strea
 		if err := rd.conn.Err(); err != nil {
 			ev.ConnErr = err.Error()
 		}
+		ev.Position, ev.Tracked = rd.conn.Positions()[ch]
+		ev.Client = rd.conn.Stats()
 	}
 	rd.mu.Lock()
 	defer rd.mu.Unlock()
+	ev.Unordered = rd.unordered[ch]
 	rs := rd.receipts[ch]
 	ev.Receipts = len(rs)
 	if len(rs) > 0 {
@@ -360,7 +377,17 @@ func (r *chaosRun) check(readers []*chaosReader, hist map[string][]parley.Event,
 
 	rep.Latency = latencyRows(lats, faults)
 	rep.Timeline = timeline(lats, writes, states, loadStart)
-	rep.Pass = cnt.Lost == 0 && cnt.Undelivered == 0 && cnt.Duplicated == 0 && cnt.OutOfOrder == 0 && cnt.Mismatched == 0
+	for _, rd := range readers {
+		if rd.conn == nil {
+			continue
+		}
+		if err := rd.conn.Err(); err != nil {
+			addAnomaly(&rep.GaveUp, &cnt.GaveUp, Anomaly{Reader: rd.user.ID,
+				Detail: fmt.Sprintf("reader %d's session gave up: %v", rd.idx, err)})
+		}
+	}
+	rep.Pass = cnt.Lost == 0 && cnt.Undelivered == 0 && cnt.Duplicated == 0 && cnt.OutOfOrder == 0 && cnt.Mismatched == 0 &&
+		cnt.GaveUp == 0
 	return rep
 }
 
@@ -548,7 +575,7 @@ table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding
 <p>Seed {{.R.Seed}}, started {{.R.Started.UTC.Format "2006-01-02 15:04:05 UTC"}}, {{printf "%.0f" .R.LoadSeconds}} s of load.
 Verdict: {{if .R.Pass}}<span class="pass">PASS</span>{{else}}<span class="fail">FAIL</span>{{end}}
 (lost {{.R.Counts.Lost}}, undelivered {{.R.Counts.Undelivered}}, duplicated {{.R.Counts.Duplicated}}, out of order {{.R.Counts.OutOfOrder}},
-mismatched {{.R.Counts.Mismatched}}; recovered {{.R.Counts.Recovered}}).</p>
+mismatched {{.R.Counts.Mismatched}}, readers that gave up {{.R.Counts.GaveUp}}; recovered {{.R.Counts.Recovered}}).</p>
 <h2>Summary</h2>
 <table>{{range .Rows}}<tr><th>{{.K}}</th><td>{{.V}}</td></tr>{{end}}</table>
 <h2>Over time</h2>
@@ -625,7 +652,7 @@ func (rep *ChaosReport) HTML(w io.Writer) error {
 		name string
 		list []Anomaly
 	}{{"lost", rep.Lost}, {"undelivered", rep.Undelivered}, {"duplicated", rep.Duplicated},
-		{"out of order", rep.OutOfOrder}, {"mismatched", rep.Mismatched}, {"recovered (allowed)", rep.Recovered}, {"failed, not committed (allowed)", rep.Failed}} {
+		{"out of order", rep.OutOfOrder}, {"mismatched", rep.Mismatched}, {"readers that gave up", rep.GaveUp}, {"recovered (allowed)", rep.Recovered}, {"failed, not committed (allowed)", rep.Failed}} {
 		if len(f.list) > 0 {
 			findings = append(findings, struct {
 				K string

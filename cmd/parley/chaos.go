@@ -83,8 +83,8 @@ func newChaosCmd() *cobra.Command {
 				}
 			}
 			if !rep.Pass {
-				return fmt.Errorf("chaos failed (seed %d): %d lost, %d undelivered, %d duplicated, %d out of order, %d mismatched; see %s/chaos.html",
-					rep.Seed, c.Lost, c.Undelivered, c.Duplicated, c.OutOfOrder, c.Mismatched, o.cfg.Out)
+				return fmt.Errorf("chaos failed (seed %d): %d lost, %d undelivered, %d duplicated, %d out of order, %d mismatched, %d readers gave up; see %s/chaos.html",
+					rep.Seed, c.Lost, c.Undelivered, c.Duplicated, c.OutOfOrder, c.Mismatched, c.GaveUp, o.cfg.Out)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "chaos: PASS (0 lost, 0 undelivered, 0 duplicated, 0 out of order)")
 			return nil
