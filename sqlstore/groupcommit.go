@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"parley"
@@ -37,6 +39,7 @@ type groupCommitter struct {
 
 type writeReq struct {
 	ctx    context.Context
+	key    string // the channel whose row the write locks ("" when none in particular)
 	fn     func(context.Context, *Tx) error
 	events []parley.Event
 	err    error
@@ -63,10 +66,11 @@ func newGroupCommitter(db *sql.DB, maxBatch int, now func() time.Time, log *slog
 }
 
 // do queues fn and waits for its batch to commit and its events to be
-// published. If ctx ends first, do returns ctx's error, but a write already
-// queued may still commit.
-func (g *groupCommitter) do(ctx context.Context, fn func(context.Context, *Tx) error) error {
-	r := &writeReq{ctx: ctx, fn: fn, done: make(chan struct{})}
+// published. key names the channel whose row fn locks ("" when none): a
+// batch runs its writes in key order (see lockOrder). If ctx ends first, do
+// returns ctx's error, but a write already queued may still commit.
+func (g *groupCommitter) do(ctx context.Context, key string, fn func(context.Context, *Tx) error) error {
+	r := &writeReq{ctx: ctx, key: key, fn: fn, done: make(chan struct{})}
 	select {
 	case g.reqs <- r:
 	case <-g.quit:
@@ -117,6 +121,7 @@ func (g *groupCommitter) run() {
 		if len(batch) == 1 && g.stmts == nil {
 			g.commitOne(batch[0])
 		} else {
+			lockOrder(batch)
 			g.commit(batch)
 		}
 		if g.stmts != nil {
@@ -124,6 +129,17 @@ func (g *groupCommitter) run() {
 		}
 		clear(batch)
 	}
+}
+
+// lockOrder sorts a batch by the channel each write locks, keeping the
+// order of the writes to one channel (their seqs follow it). A lane's batch
+// holds every channel row it locked until its COMMIT; two nodes whose lanes
+// batched channels A and B in opposite orders would each hold one row and
+// wait for the other's (PostgreSQL's deadlock_detected, 40P01, which the
+// chaos runs met as failed posts). In one order for every node they queue
+// instead.
+func lockOrder(batch []*writeReq) {
+	slices.SortStableFunc(batch, func(a, b *writeReq) int { return strings.Compare(a.key, b.key) })
 }
 
 // failPending answers the writes still queued at shutdown.
@@ -152,6 +168,7 @@ func (g *groupCommitter) commitOne(r *writeReq) {
 		if r.err == nil || g.retry == nil || !g.retry(r.err) || attempt == maxWriteAttempts {
 			break
 		}
+		countRetry(r.err)
 	}
 	if r.err == nil && g.publish != nil && len(r.events) > 0 {
 		g.publish(r.events)
@@ -207,6 +224,7 @@ func (g *groupCommitter) commit(batch []*writeReq) {
 			if err == nil || g.retry == nil || !g.retry(err) || attempt == maxWriteAttempts {
 				break
 			}
+			countRetry(err)
 		}
 	}
 	var events []parley.Event

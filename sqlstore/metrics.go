@@ -24,6 +24,11 @@ var (
 		Help: "Store write operations that failed with an internal error (not a refusal such as not found or forbidden), by operation and dialect.",
 	}, []string{"op", "dialect"})
 
+	writeRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "parley_store_write_retries_total",
+		Help: "PostgreSQL writes run again after losing a race, by reason: deadlock (40P01), serialization (40001) or unique (23505, outside a batch).",
+	}, []string{"reason"})
+
 	// The outbox relay (outbox.go).
 	relayEvents = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "parley_relay_republished_events_total",
@@ -57,7 +62,7 @@ var (
 
 // Collectors are the store's metrics, for a registry.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{opSeconds, opErrors, postLimits,
+	return []prometheus.Collector{opSeconds, opErrors, postLimits, writeRetries,
 		relayEvents, relayChannels, relayLagSeconds, relayPassSeconds, relayErrors, relayFailpointDrops}
 }
 

@@ -75,6 +75,7 @@ func (s *Store) writePostgres(ctx context.Context, fn func(context.Context, *Tx)
 		if err == nil || !retryablePostgres(err) {
 			return events, err
 		}
+		countRetry(err)
 		lastErr = err
 	}
 	return nil, lastErr
@@ -108,6 +109,22 @@ func runTx(txCtx context.Context, db *sql.DB, now time.Time, fnCtx context.Conte
 		return nil, fmt.Errorf("commit: %w", err)
 	}
 	return tx.events, nil
+}
+
+// countRetry counts a write about to run again after err.
+func countRetry(err error) {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return
+	}
+	switch pgErr.Code {
+	case "40P01":
+		writeRetries.WithLabelValues("deadlock").Inc()
+	case "40001":
+		writeRetries.WithLabelValues("serialization").Inc()
+	case "23505":
+		writeRetries.WithLabelValues("unique").Inc()
+	}
 }
 
 // retryablePostgres: serialization failure, deadlock, or a unique violation

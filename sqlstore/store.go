@@ -202,7 +202,7 @@ func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Contex
 	var err error
 	defer s.observe(op, time.Now(), &err)
 	if s.gc != nil {
-		err = s.gc.do(ctx, fn) // publishes the batch's events itself
+		err = s.gc.do(ctx, "", fn) // publishes the batch's events itself
 	} else {
 		var events []parley.Event
 		events, err = s.writePostgres(ctx, fn)
@@ -228,7 +228,7 @@ func (s *Store) writeChannel(ctx context.Context, op, key string, fn func(ctx co
 	defer s.observe(op, time.Now(), &err)
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	err = s.lanes[h.Sum32()%uint32(len(s.lanes))].do(ctx, fn)
+	err = s.lanes[h.Sum32()%uint32(len(s.lanes))].do(ctx, key, fn)
 	if err != nil && parley.ErrorCode(err) == parley.EINTERNAL {
 		return fmt.Errorf("%s: %w", op, err)
 	}
