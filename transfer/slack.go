@@ -303,7 +303,7 @@ func slackToSrc(raw json.RawMessage, channelID string, pins map[string]slackPin)
 	var res slackMsg
 	out := &res.SrcMessage
 	*out = SrcMessage{ExtID: channelID + "/" + m.TS, User: m.User, Text: m.Text, CreatedAt: at}
-	if out.User == "" || m.Subtype == "bot_message" && m.BotID != "" {
+	if out.User == "" { // a bot (or an integration) without a user of its own
 		bot := firstOf(m.BotID, m.Username)
 		if m.BotProfile != nil {
 			bot = firstOf(m.BotID, m.BotProfile.Name, m.Username)
