@@ -333,6 +333,11 @@ func (s *Store) ImportChannel(ctx context.Context, workspaceID, source string, i
 					return err
 				}
 				out.Created = true
+			} else if _, err := tx.ExecContext(ctx, // an existing #general takes the source's topic if it has none
+				`UPDATE channels SET topic = CASE WHEN topic = '' THEN $1 ELSE topic END,
+				   purpose = CASE WHEN purpose = '' THEN $2 ELSE purpose END WHERE workspace_id = $3 AND id = $4`,
+				clip(ic.Topic, parley.MaxTopicLen), clip(ic.Purpose, parley.MaxPurposeLen), workspaceID, id); err != nil {
+				return fmt.Errorf("import channel topic: %w", err)
 			}
 			if err := tx.mapImported(ctx, workspaceID, source, "channel", ic.ExtID, id); err != nil {
 				return err
@@ -453,7 +458,7 @@ func (s *Store) ImportMessages(ctx context.Context, workspaceID, source, channel
 	collapsed := s.live().CollapsedThreads
 	err := s.writeChannel(ctx, "import messages", channelID, func(ctx context.Context, tx *Tx) error {
 		var err error
-		res, err = tx.importMessages(ctx, workspaceID, source, channelID, msgs, collapsed)
+		res, err = tx.importMessages(ctx, workspaceID, source, channelID, msgs, collapsed, s.dialect == SQLite)
 		return err
 	})
 	if err != nil {
@@ -463,7 +468,7 @@ func (s *Store) ImportMessages(ctx context.Context, workspaceID, source, channel
 }
 
 func (tx *Tx) importMessages(ctx context.Context, workspaceID, source, channelID string, msgs []parley.ImportMessage,
-	collapsed bool) (*parley.ImportBatchResult, error) {
+	collapsed, sqlite bool) (*parley.ImportBatchResult, error) {
 	res := &parley.ImportBatchResult{}
 	// The channel row, locked: its seq and ordinal counters are ours
 	// until the commit.
@@ -572,7 +577,8 @@ func (tx *Tx) importMessages(ctx context.Context, workspaceID, source, channelID
 					continue
 				}
 				seen[k] = true
-				reactRows = append(reactRows, []any{workspaceID, m.ID, r.Emoji, u, created})
+				// A microsecond apart, so that the emoji keep their order.
+				reactRows = append(reactRows, []any{workspaceID, m.ID, r.Emoji, u, created + int64(len(seen))})
 				n++
 			}
 			if n > 0 {
@@ -634,7 +640,7 @@ func (tx *Tx) importMessages(ctx context.Context, workspaceID, source, channelID
 		{"import_files", "workspace_id, message_id, ext_id, position, name, title, mimetype, size, url", fileRows},
 	}
 	for _, in := range inserts {
-		if err := tx.bulkInsert(ctx, in.table, in.cols, in.rows); err != nil {
+		if err := tx.bulkInsert(ctx, in.table, in.cols, in.rows, sqlite); err != nil {
 			return nil, err
 		}
 	}
@@ -791,8 +797,10 @@ func (tx *Tx) importThreads(ctx context.Context, workspaceID, channelID string, 
 const bulkParams = 8000
 
 // bulkInsert inserts rows (each with one value per column of cols) in
-// multi-row INSERTs.
-func (tx *Tx) bulkInsert(ctx context.Context, table, cols string, rows [][]any) error {
+// multi-row INSERTs. SQLite gets anonymous ? parameters: it looks numbered
+// ones ($n) up by name, in time that grows with the square of their
+// number.
+func (tx *Tx) bulkInsert(ctx context.Context, table, cols string, rows [][]any, sqlite bool) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -808,7 +816,11 @@ func (tx *Tx) bulkInsert(ctx context.Context, table, cols string, rows [][]any) 
 				b.WriteByte(',')
 			}
 			b.WriteByte('(')
-			b.WriteString(inClause(len(args)+1, width))
+			if sqlite {
+				b.WriteString(strings.Repeat("?,", width-1) + "?")
+			} else {
+				b.WriteString(inClause(len(args)+1, width))
+			}
 			b.WriteByte(')')
 			args = append(args, r...)
 		}

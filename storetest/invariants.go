@@ -69,16 +69,16 @@ func CheckWorkspace(tb testing.TB, s parley.Store, actor, workspaceID string) ma
 		}
 
 		// The history and its threads.
-		var msgs []parley.Message
-		var seq int64
+		var msgs []parley.Message // paged back from the latest
+		var before int64
 		for {
-			page, err := s.ListMessages(ctx(tb), actor, bc.ID, parley.HistoryQuery{AfterSeq: seq, Limit: parley.MaxLimit})
+			page, err := s.ListMessages(ctx(tb), actor, bc.ID, parley.HistoryQuery{BeforeSeq: before, Limit: parley.MaxLimit})
 			NoErr(tb, err)
-			msgs = append(msgs, page.Messages...)
+			msgs = append(page.Messages, msgs...)
 			if len(page.Messages) == 0 || page.NextCursor == "" {
 				break
 			}
-			seq = page.Messages[len(page.Messages)-1].Seq
+			before = page.Messages[0].Seq
 		}
 		unread := int64(0)
 		var all []parley.Message

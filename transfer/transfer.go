@@ -264,11 +264,15 @@ func Import(ctx context.Context, im parley.Importer, src *Source, opts Options) 
 					sum.skip("reactions with an emoji name Parley does not take", 1)
 					continue
 				}
-				ir := parley.ImportReaction{Emoji: emoji}
-				for _, u := range r.Users {
-					ir.UserIDs = append(ir.UserIDs, users.ids[u])
+				// Skin tones of one emoji are one reaction here.
+				i := slices.IndexFunc(om.Reactions, func(r parley.ImportReaction) bool { return r.Emoji == emoji })
+				if i < 0 {
+					om.Reactions = append(om.Reactions, parley.ImportReaction{Emoji: emoji})
+					i = len(om.Reactions) - 1
 				}
-				om.Reactions = append(om.Reactions, ir)
+				for _, u := range r.Users {
+					om.Reactions[i].UserIDs = append(om.Reactions[i].UserIDs, users.ids[u])
+				}
 			}
 			out = append(out, om)
 		}
