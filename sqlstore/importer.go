@@ -830,3 +830,18 @@ func (tx *Tx) bulkInsert(ctx context.Context, table, cols string, rows [][]any, 
 	}
 	return nil
 }
+
+// WorkspaceOwner returns the id of the workspace with that slug and of its
+// owner (the command line's export acts as the owner).
+func (s *Store) WorkspaceOwner(ctx context.Context, slug string) (workspaceID, ownerID string, err error) {
+	err = s.rdb.QueryRowContext(ctx, `SELECT w.id, wm.user_id FROM workspaces w
+		JOIN workspace_members wm ON wm.workspace_id = w.id AND wm.role = 'owner'
+		WHERE w.slug = $1 ORDER BY wm.joined_at LIMIT 1`, slug).Scan(&workspaceID, &ownerID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", parley.Errorf(parley.ENOTFOUND, "no workspace %q", slug)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("find workspace %q: %w", slug, err)
+	}
+	return workspaceID, ownerID, nil
+}

@@ -136,6 +136,9 @@ func ReadSlack(r io.ReaderAt, size int64) (*Source, error) {
 	} else if root != "" {
 		root += "/"
 	}
+	if files[root+"parley-export.json"] != nil {
+		return nil, fmt.Errorf("%w: this is a Parley export (import it as parley, not slack)", errMalformed)
+	}
 	src := &Source{Kind: parley.ImportSlack, Skipped: map[string]int{}}
 	var users []slackUser
 	if err := readZipJSON(files, root+"users.json", &users); err != nil {

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -387,9 +386,4 @@ func readAllLimited(r io.Reader, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: a file is larger than %d bytes", errMalformed, limit)
 	}
 	return b, nil
-}
-
-// sortedKeys is maps.Keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
 }

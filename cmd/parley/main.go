@@ -67,7 +67,7 @@ func newRootCmd(stdout, stderr io.Writer, lookupEnv func(string) (string, bool))
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersionCmd(), newServeCmd(lookupEnv), newSeedCmd(), newConfigCmd(lookupEnv), newLoadtestCmd(), newChaosCmd())
+	root.AddCommand(newVersionCmd(), newServeCmd(lookupEnv), newSeedCmd(), newConfigCmd(lookupEnv), newLoadtestCmd(), newChaosCmd(), newImportCmd(), newExportCmd())
 	return root
 }
 
