@@ -31,9 +31,9 @@ type ImportedUser struct {
 	ExtID   string
 	UserID  string
 	Handle  string // the account's handle here
-	Matched bool // an existing account with the same email
-	Created bool // a new account, deactivated until claimed
-	Mapped  bool // imported by an earlier run
+	Matched bool   // an existing account with the same email
+	Created bool   // a new account, deactivated until claimed
+	Mapped  bool   // imported by an earlier run
 }
 
 // ImportChannel is a channel of the source workspace. Members are Parley
