@@ -491,11 +491,11 @@ func (tx *Tx) importMessages(ctx context.Context, workspaceID, source, channelID
 	}
 	slices.Sort(want)
 	want = slices.Compact(want)
-	ids, err := tx.mappedMessages(ctx, workspaceID, source, want)
+	ids, err := tx.mappedMessages(ctx, workspaceID, source, want, sqlite)
 	if err != nil {
 		return nil, err
 	}
-	roots, err := tx.liveRoots(ctx, channelID, ids)
+	roots, err := tx.liveRoots(ctx, channelID, ids, sqlite)
 	if err != nil {
 		return nil, err
 	}
@@ -672,15 +672,28 @@ func importedEvent(workspaceID, channelID string, seq int64, typ string, raw []b
 }
 
 // mappedMessages returns the Parley ids of those exts that are imported.
-func (tx *Tx) mappedMessages(ctx context.Context, workspaceID, source string, exts []string) (map[string]string, error) {
+//
+// On PostgreSQL the ids go in as an array joined to the map, so that each
+// is one lookup of the whole key: with IN (…) the planner, whose
+// statistics of a table filled by this very import are stale, took the
+// key's first three columns for selective enough and filtered every
+// message of the workspace, once per batch.
+func (tx *Tx) mappedMessages(ctx context.Context, workspaceID, source string, exts []string, sqlite bool) (map[string]string, error) {
 	out := make(map[string]string, len(exts))
 	for chunk := range slices.Chunk(exts, 500) {
 		args := []any{workspaceID, source}
-		for _, e := range chunk {
-			args = append(args, e)
+		query := `SELECT m.ext_id, m.parley_id FROM unnest($3::text[]) AS e(ext_id)
+			JOIN import_map m ON m.workspace_id = $1 AND m.source = $2 AND m.kind = 'message' AND m.ext_id = e.ext_id`
+		if sqlite {
+			for _, e := range chunk {
+				args = append(args, e)
+			}
+			query = `SELECT ext_id, parley_id FROM import_map
+			WHERE workspace_id = $1 AND source = $2 AND kind = 'message' AND ext_id IN (` + inClause(3, len(chunk)) + `)`
+		} else {
+			args = append(args, chunk)
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT ext_id, parley_id FROM import_map
-			WHERE workspace_id = $1 AND source = $2 AND kind = 'message' AND ext_id IN (`+inClause(3, len(chunk))+`)`, args...)
+		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return nil, fmt.Errorf("read import map: %w", err)
 		}
@@ -702,7 +715,7 @@ func (tx *Tx) mappedMessages(ctx context.Context, workspaceID, source string, ex
 
 // liveRoots returns, of the messages ids names, those that can be thread
 // roots in the channel (top-level messages of it), with their authors.
-func (tx *Tx) liveRoots(ctx context.Context, channelID string, ids map[string]string) (map[string]string, error) {
+func (tx *Tx) liveRoots(ctx context.Context, channelID string, ids map[string]string, sqlite bool) (map[string]string, error) {
 	all := make([]string, 0, len(ids))
 	for _, id := range ids {
 		all = append(all, id)
@@ -710,11 +723,18 @@ func (tx *Tx) liveRoots(ctx context.Context, channelID string, ids map[string]st
 	out := map[string]string{}
 	for chunk := range slices.Chunk(all, 500) {
 		args := []any{channelID}
-		for _, id := range chunk {
-			args = append(args, id)
+		query := `SELECT m.id, m.user_id FROM unnest($2::text[]) AS r(id)
+			JOIN messages m ON m.id = r.id WHERE m.channel_id = $1 AND m.thread_root_id IS NULL`
+		if sqlite {
+			for _, id := range chunk {
+				args = append(args, id)
+			}
+			query = `SELECT id, user_id FROM messages
+			WHERE channel_id = $1 AND thread_root_id IS NULL AND id IN (` + inClause(2, len(chunk)) + `)`
+		} else {
+			args = append(args, chunk)
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, user_id FROM messages
-			WHERE channel_id = $1 AND thread_root_id IS NULL AND id IN (`+inClause(2, len(chunk))+`)`, args...)
+		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return nil, fmt.Errorf("find thread roots: %w", err)
 		}
