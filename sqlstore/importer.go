@@ -640,11 +640,11 @@ func (tx *Tx) importMessages(ctx context.Context, workspaceID, source, channelID
 		{"import_files", "workspace_id, message_id, ext_id, position, name, title, mimetype, size, url", fileRows},
 	}
 	for _, in := range inserts {
-		if err := tx.bulkInsert(ctx, in.table, in.cols, in.rows, sqlite); err != nil {
+		if err := tx.bulkInsert(ctx, in.table, in.cols, in.rows, sqlite, ""); err != nil {
 			return nil, err
 		}
 	}
-	if err := tx.importThreads(ctx, workspaceID, channelID, threads, threadOrder, collapsed); err != nil {
+	if err := tx.importThreads(ctx, workspaceID, channelID, threads, threadOrder, collapsed, sqlite); err != nil {
 		return nil, err
 	}
 	// The channel's counters, and everyone has read the imported history.
@@ -756,60 +756,116 @@ func (tx *Tx) liveRoots(ctx context.Context, channelID string, ids map[string]st
 
 // importThreads counts a batch's replies on their roots and, with
 // collapsed threads on, in the threads rows; the root's author and every
-// replier follow the thread with everything read.
+// replier follow the thread with everything read. A few statements per
+// batch, whatever the number of threads: each is a round trip on
+// PostgreSQL.
 func (tx *Tx) importThreads(ctx context.Context, workspaceID, channelID string, threads map[string]*importThread,
-	order []string, collapsed bool) error {
-	for _, rootID := range order {
-		th := threads[rootID]
-		var count int
-		if err := tx.QueryRowContext(ctx,
-			`UPDATE messages SET reply_count = reply_count + $1,
-			   last_reply_at = CASE WHEN last_reply_at IS NULL OR last_reply_at < $2 THEN $2 ELSE last_reply_at END
-			 WHERE workspace_id = $3 AND id = $4 RETURNING reply_count`,
-			th.replies, th.last, workspaceID, rootID).Scan(&count); err != nil {
+	order []string, collapsed, sqlite bool) error {
+	counts := make(map[string]int, len(order))
+	parts := make(map[string]string, len(order))
+	for chunk := range slices.Chunk(order, 500) {
+		args := []any{workspaceID}
+		var vals strings.Builder
+		for i, id := range chunk {
+			th := threads[id]
+			if i > 0 {
+				vals.WriteByte(',')
+			}
+			n := len(args)
+			fmt.Fprintf(&vals, "(CAST($%d AS TEXT), CAST($%d AS BIGINT), CAST($%d AS BIGINT))", n+1, n+2, n+3)
+			args = append(args, id, th.replies, th.last)
+		}
+		// A VALUES list joined by the whole key: both dialects take it,
+		// and neither can mistake it for a scan.
+		rows, err := tx.QueryContext(ctx, `UPDATE messages SET reply_count = messages.reply_count + v.n,
+			   last_reply_at = CASE WHEN messages.last_reply_at IS NULL OR messages.last_reply_at < v.lastr
+			     THEN v.lastr ELSE messages.last_reply_at END
+			 FROM (SELECT column1 AS rid, column2 AS n, column3 AS lastr FROM (VALUES `+vals.String()+`) AS x) AS v
+			 WHERE messages.workspace_id = $1 AND messages.id = v.rid
+			 RETURNING id, reply_count`, args...)
+		if err != nil {
+			return fmt.Errorf("count imported replies: %w", err)
+		}
+		if err := scanPairs(rows, func(id string, n int64) { counts[id] = int(n) }); err != nil {
 			return fmt.Errorf("count imported replies: %w", err)
 		}
 		if !collapsed {
 			continue
 		}
-		var participants string
-		if err := tx.QueryRowContext(ctx, `SELECT participants FROM threads WHERE workspace_id = $1 AND root_id = $2`,
-			workspaceID, rootID).Scan(&participants); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("read thread: %w", err)
+		args = []any{workspaceID}
+		vals.Reset()
+		for i, id := range chunk {
+			if i > 0 {
+				vals.WriteByte(',')
+			}
+			fmt.Fprintf(&vals, "(CAST($%d AS TEXT))", len(args)+1)
+			args = append(args, id)
 		}
-		ps := splitIDs(participants)
+		rows, err = tx.QueryContext(ctx, `SELECT t.root_id, t.participants
+			FROM (SELECT column1 AS rid FROM (VALUES `+vals.String()+`) AS x) AS v
+			JOIN threads t ON t.workspace_id = $1 AND t.root_id = v.rid`, args...)
+		if err != nil {
+			return fmt.Errorf("read threads: %w", err)
+		}
+		for rows.Next() {
+			var id, p string
+			if err := rows.Scan(&id, &p); err != nil {
+				rows.Close()
+				return fmt.Errorf("read threads: %w", err)
+			}
+			parts[id] = p
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read threads: %w", err)
+		}
+	}
+	if !collapsed {
+		return nil
+	}
+	var threadRows, followRows [][]any
+	for _, rootID := range order {
+		th := threads[rootID]
+		ps := splitIDs(parts[rootID])
 		for _, p := range th.participants {
 			if !slices.Contains(ps, p) {
 				ps = append(ps, p)
 			}
 		}
-		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO threads (workspace_id, root_id, channel_id, reply_count, last_reply_at, participants)
-			 VALUES ($1, $2, $3, $4, $5, $6)
-			 ON CONFLICT (workspace_id, root_id) DO UPDATE SET reply_count = excluded.reply_count,
-			   last_reply_at = CASE WHEN threads.last_reply_at < excluded.last_reply_at THEN excluded.last_reply_at ELSE threads.last_reply_at END,
-			   participants = excluded.participants`,
-			workspaceID, rootID, channelID, count, th.last, strings.Join(ps, ",")); err != nil {
-			return fmt.Errorf("import thread: %w", err)
-		}
+		threadRows = append(threadRows, []any{workspaceID, rootID, channelID, counts[rootID], th.last, strings.Join(ps, ",")})
 		followers := append([]string{th.rootUser}, th.participants...)
 		slices.Sort(followers)
 		for _, u := range slices.Compact(followers) {
-			if _, err := tx.ExecContext(ctx,
-				`INSERT INTO thread_memberships (workspace_id, user_id, root_id, channel_id, following,
-				   last_viewed_at, unread_replies, unread_mentions, last_update_at)
-				 VALUES ($1, $2, $3, $4, 1, $5, 0, 0, $5)
-				 ON CONFLICT (workspace_id, root_id, user_id) DO UPDATE SET
-				   last_viewed_at = CASE WHEN thread_memberships.last_viewed_at < excluded.last_viewed_at
-				     THEN excluded.last_viewed_at ELSE thread_memberships.last_viewed_at END,
-				   last_update_at = CASE WHEN thread_memberships.last_update_at < excluded.last_update_at
-				     THEN excluded.last_update_at ELSE thread_memberships.last_update_at END`,
-				workspaceID, u, rootID, channelID, th.last); err != nil {
-				return fmt.Errorf("follow imported thread: %w", err)
-			}
+			followRows = append(followRows, []any{workspaceID, u, rootID, channelID, 1, th.last, 0, 0, th.last})
 		}
 	}
-	return nil
+	if err := tx.bulkInsert(ctx, "threads", "workspace_id, root_id, channel_id, reply_count, last_reply_at, participants", threadRows, sqlite,
+		` ON CONFLICT (workspace_id, root_id) DO UPDATE SET reply_count = excluded.reply_count,
+		   last_reply_at = CASE WHEN threads.last_reply_at < excluded.last_reply_at THEN excluded.last_reply_at ELSE threads.last_reply_at END,
+		   participants = excluded.participants`); err != nil {
+		return err
+	}
+	return tx.bulkInsert(ctx, "thread_memberships", "workspace_id, user_id, root_id, channel_id, following, "+
+		"last_viewed_at, unread_replies, unread_mentions, last_update_at", followRows, sqlite,
+		` ON CONFLICT (workspace_id, root_id, user_id) DO UPDATE SET
+		   last_viewed_at = CASE WHEN thread_memberships.last_viewed_at < excluded.last_viewed_at
+		     THEN excluded.last_viewed_at ELSE thread_memberships.last_viewed_at END,
+		   last_update_at = CASE WHEN thread_memberships.last_update_at < excluded.last_update_at
+		     THEN excluded.last_update_at ELSE thread_memberships.last_update_at END`)
+}
+
+// scanPairs reads (text, integer) rows.
+func scanPairs(rows *sql.Rows, fn func(string, int64)) error {
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		var n int64
+		if err := rows.Scan(&s, &n); err != nil {
+			return err
+		}
+		fn(s, n)
+	}
+	return rows.Err()
 }
 
 // bulkParams bounds the parameters of one multi-row INSERT (SQLite's
@@ -817,10 +873,10 @@ func (tx *Tx) importThreads(ctx context.Context, workspaceID, channelID string, 
 const bulkParams = 8000
 
 // bulkInsert inserts rows (each with one value per column of cols) in
-// multi-row INSERTs. SQLite gets anonymous ? parameters: it looks numbered
-// ones ($n) up by name, in time that grows with the square of their
-// number.
-func (tx *Tx) bulkInsert(ctx context.Context, table, cols string, rows [][]any, sqlite bool) error {
+// multi-row INSERTs, each followed by suffix (an ON CONFLICT clause). SQLite
+// gets anonymous ? parameters: it looks numbered ones ($n) up by name, in
+// time that grows with the square of their number.
+func (tx *Tx) bulkInsert(ctx context.Context, table, cols string, rows [][]any, sqlite bool, suffix string) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -844,6 +900,7 @@ func (tx *Tx) bulkInsert(ctx context.Context, table, cols string, rows [][]any, 
 			b.WriteByte(')')
 			args = append(args, r...)
 		}
+		b.WriteString(suffix)
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("import %s: %w", table, err)
 		}
