@@ -150,7 +150,7 @@ func TestImportKilled(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatalf("--json: %v\n%s", err, out)
 	}
-	if sum.AlreadyImported == 0 || sum.Messages+sum.AlreadyImported != total {
+	if sum.AlreadyImported == 0 || sum.Messages == 0 || sum.Messages+sum.AlreadyImported != total {
 		t.Fatalf("after the kill: %d new + %d from the killed run, want %d in all", sum.Messages, sum.AlreadyImported, total)
 	}
 	s := openData(t, data)
