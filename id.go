@@ -31,3 +31,13 @@ func NewID(prefix string) string {
 	idMu.Unlock()
 	return prefix + id.String()
 }
+
+// NewIDAt returns an identifier with the given prefix whose time part is t
+// (imported history: ids keep the time order of the messages they name,
+// which search's newest-first walk over message ids relies on).
+func NewIDAt(prefix string, t time.Time) string {
+	idMu.Lock()
+	id := ulid.MustNew(ulid.Timestamp(t), idEntropy)
+	idMu.Unlock()
+	return prefix + id.String()
+}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/url"
@@ -209,6 +210,14 @@ func authzRows() []authzRow {
 					t.Errorf("switcher as %s lists channels %v", principalNames[p], seen)
 				}
 			}},
+		{method: "GET", pattern: "/workspaces/{ws}/export", path: wsA("/export?private=true"), want: adminOfA,
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				if r.Header.Get("Content-Type") != "application/zip" || !bytes.HasPrefix(r.Body, []byte("PK")) {
+					t.Errorf("export as %s: %s, %.40q", principalNames[p], r.Header.Get("Content-Type"), r.Body)
+				}
+			}},
+		{method: "GET", pattern: "/workspaces/{ws}/export", variant: "bad private", path: wsA("/export?private=maybe"),
+			want: [numPrincipals]int{s401, http.StatusBadRequest, http.StatusBadRequest, http.StatusBadRequest, http.StatusBadRequest}},
 		{method: "GET", pattern: "/workspaces/{ws}/search", path: wsA("/search?q=hello"), want: inA,
 			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
 				var page parley.SearchPage

@@ -58,6 +58,7 @@ func (s *Server) routes() []route {
 		r(get, "/workspaces/{ws}/users", authed, "Page through the workspace directory", s.listWorkspaceUsers),
 		r(get, "/workspaces/{ws}/switcher", authed, "Quick switcher: channels and people matching what was typed", s.switcher),
 		r(get, "/workspaces/{ws}/search", authed, "Search the text of the messages the caller may read", s.search).in(TierSearch),
+		r(get, "/workspaces/{ws}/export", authed, "Download the workspace as a Parley export zip (owner only)", s.exportWorkspace).in(TierCreate),
 
 		// Boot.
 		r(post, "/boot", authed, "The first screen: the caller's channels and DMs with counts, ws_url, limits", s.boot).in(TierRead),

@@ -34,6 +34,10 @@ import (
 type Config struct {
 	// Store serves every request; required.
 	Store parley.Store
+	// Exporter streams workspace exports (the store itself: an export is
+	// one long read, kept out of the guarded request path). Nil: the
+	// export route answers 503.
+	Exporter parley.Exporter
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the HTTP metrics; nil means no metrics.
@@ -87,6 +91,7 @@ const (
 // Server serves the API. Create it with New; it is safe for concurrent use.
 type Server struct {
 	store      parley.Store
+	exporter   parley.Exporter // nil: export answers 503
 	log        *slog.Logger
 	now        func() time.Time
 	sessionTTL time.Duration
@@ -117,6 +122,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{
 		store:      cfg.Store,
+		exporter:   cfg.Exporter,
 		log:        cfg.Logger,
 		now:        cfg.Now,
 		sessionTTL: cfg.SessionTTL,

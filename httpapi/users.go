@@ -109,6 +109,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *caller) error 
 	default:
 		return err
 	}
+	if hash == "" { // an imported account nobody has claimed yet (docs/import.md)
+		auth.VerifyPassword(dummyHash(), in.Password)
+		return errBadCredentials
+	}
 	ok, err := auth.VerifyPassword(hash, in.Password)
 	if err != nil {
 		return err

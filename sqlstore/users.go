@@ -79,7 +79,17 @@ func (s *Store) CreateUser(ctx context.Context, nu parley.NewUser) (*parley.User
 			return fmt.Errorf("check user: %w", err)
 		}
 		if emailTaken {
-			return parley.Errorf(parley.ECONFLICT, "email is already registered")
+			// An account an import made for this email is taken over
+			// (importer.go); any other is a conflict.
+			u, err := tx.claimImported(ctx, email, nu)
+			if err != nil {
+				return err
+			}
+			if u == nil {
+				return parley.Errorf(parley.ECONFLICT, "email is already registered")
+			}
+			out = u
+			return nil
 		}
 		if handleTaken {
 			return parley.Errorf(parley.ECONFLICT, "handle %q is already taken", nu.Handle)

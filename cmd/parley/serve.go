@@ -273,7 +273,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 	}
 
 	panics := promutil.Panics(n.reg)
-	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.guarded), Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
+	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.guarded), Exporter: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config,
 		LiveNodes: func() int { return len(n.members.Live()) }})
 	n.api = newHTTPServer(httpapi.Recover(log, panics, rootHandler(api.Handler(), n.gateway, webui.Dist())), writeTimeout, log)

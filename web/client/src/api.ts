@@ -422,6 +422,41 @@ export class Api {
 		return this.request('GET', `/workspaces/${seg(ws)}/search${query({ q, ...p })}`);
 	}
 
+	// ---- export ---------------------------------------------------------
+
+	/**
+	 * The workspace as a Parley export zip (docs/import.md); its owner only.
+	 * With private, the private channels too.
+	 */
+	async exportWorkspace(ws: string, opts: { private?: boolean; signal?: AbortSignal } = {}): Promise<Blob> {
+		const path = `/workspaces/${seg(ws)}/export${query({ private: opts.private ? 'true' : undefined })}`;
+		const headers: Record<string, string> = { Accept: 'application/zip, application/json' };
+		if (this.token) headers.Authorization = `Bearer ${this.token}`;
+		let res: Response;
+		try {
+			res = await this.fetchFn(`${this.baseUrl}/api/v1${path}`, { method: 'GET', headers, signal: opts.signal });
+		} catch (e) {
+			if (opts.signal?.aborted) throw e;
+			throw new ApiError(0, 'network', `GET ${path}: ${(e as Error).message ?? e}`);
+		}
+		if (!res.ok) {
+			let err: { code?: string; message?: string } | undefined;
+			try {
+				err = ((await res.json()) as { error?: { code?: string; message?: string } }).error;
+			} catch {
+				err = undefined;
+			}
+			if (res.status === 401) this.onUnauthorized?.();
+			throw new ApiError(
+				res.status,
+				err?.code ?? `http_${res.status}`,
+				err?.message ?? `GET ${path}: HTTP ${res.status}`,
+				parseRetryAfter(res.headers.get('Retry-After')),
+			);
+		}
+		return res.blob();
+	}
+
 	// ---- catch-up -------------------------------------------------------
 
 	/** A page of a channel's durable event log after afterSeq, ascending. */
