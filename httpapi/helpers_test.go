@@ -90,6 +90,9 @@ func newEnvOn(tb testing.TB, d sqlstore.Dialect, adjust ...func(*Config)) *env {
 func newEnvWithStore(tb testing.TB, st parley.Store, clk *clock, adjust ...func(*Config)) *env {
 	tb.Helper()
 	cfg := Config{Store: st, Logger: quietLogger(), Now: clk.Now, Directory: storeDirectory(tb, st)}
+	if is, ok := st.(parley.IntegrationStore); ok {
+		cfg.Integrations = is
+	}
 	for _, f := range adjust {
 		f(&cfg)
 	}
