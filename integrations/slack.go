@@ -123,12 +123,14 @@ func ParsePayload(contentType string, body []byte) (*Payload, error) {
 	return &p, nil
 }
 
-// Render turns a payload into one Parley markdown message: the text, then
-// the blocks, then each attachment as quoted lines. ErrNoText when
+// Render turns a payload into one Parley markdown message: the text (or,
+// when there are blocks, the blocks instead), then each attachment as quoted lines. ErrNoText when
 // nothing is left.
 func Render(p *Payload) (string, error) {
 	var parts []string
-	if t := strings.TrimSpace(Mrkdwn(p.Text)); t != "" {
+	// With blocks, Slack shows them and keeps text for notifications
+	// only: rendering both would say everything twice.
+	if t := strings.TrimSpace(Mrkdwn(p.Text)); t != "" && len(p.Blocks) == 0 {
 		parts = append(parts, t)
 	}
 	if b := renderBlocks(p.Blocks); b != "" {
@@ -201,7 +203,7 @@ func renderBlocks(blocks []Block) string {
 				if label == "" {
 					label = "image"
 				}
-				lines = append(lines, "["+label+"]("+b.ImageURL+")")
+				lines = append(lines, link(label, b.ImageURL))
 			}
 		}
 	}
@@ -222,7 +224,7 @@ func renderAttachment(a Attachment) string {
 	title := oneLine(Mrkdwn(a.Title))
 	if title != "" {
 		if a.TitleLink != "" {
-			title = "[" + title + "](" + a.TitleLink + ")"
+			title = link(title, a.TitleLink)
 		}
 		q = append(q, colorMark(a.Color)+"**"+title+"**")
 	}
@@ -253,7 +255,7 @@ func renderAttachment(a Attachment) string {
 	}
 	for _, ac := range a.Actions {
 		if ac.URL != "" && ac.Text != "" {
-			q = append(q, "["+oneLine(ac.Text)+"]("+ac.URL+")")
+			q = append(q, link(oneLine(ac.Text), ac.URL))
 		}
 	}
 	if a.Footer != "" {
@@ -300,6 +302,13 @@ func colorMark(c string) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// link writes a markdown link; brackets in the label become parentheses
+// so that "[FIRING:1] …" cannot end the label early.
+func link(label, href string) string {
+	label = strings.NewReplacer("[", "(", "]", ")").Replace(label)
+	return "[" + label + "](" + href + ")"
+}
+
 var (
 	slackLink = regexp.MustCompile(`<([^<>|\s]+)(?:\|([^<>]*))?>`)
 	// *bold* in Slack is **bold** in Parley (where *x* is italic).
@@ -342,7 +351,7 @@ func Mrkdwn(s string) string {
 		if label == "" || label == target {
 			return target
 		}
-		return "[" + label + "](" + target + ")"
+		return link(label, target)
 	})
 	// Run twice: adjacent bold spans share the space between them.
 	for range 2 {
