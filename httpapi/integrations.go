@@ -177,16 +177,20 @@ func (s *Server) createBotToken(w http.ResponseWriter, r *http.Request, c *calle
 	if err := decode(r, &in, false); err != nil {
 		return err
 	}
-	token, hash, err := auth.NewToken()
+	raw, _, err := auth.NewToken()
 	if err != nil {
 		return err
 	}
+	// The prefix tells a bot token from a login in logs and secret
+	// scanners; the whole string is the token.
+	token := "pbt_" + raw
+	hash := auth.HashToken(token)
 	bt, err := st.CreateBotToken(r.Context(), c.UserID, r.PathValue("ws"), r.PathValue("bot_id"),
 		parley.NewBotToken{Label: in.Label, Scopes: in.Scopes, TokenHash: hash})
 	if err != nil {
 		return err
 	}
-	bt.Token = "pbt_" + token // shown once; the store has only its hash
+	bt.Token = token // shown once; the store has only its hash
 	writeJSON(w, http.StatusCreated, bt)
 	return nil
 }

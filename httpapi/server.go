@@ -273,12 +273,14 @@ func (s *Server) wrap(rt route) http.Handler {
 				s.writeError(sw, r, err)
 				return
 			}
+			if c.bot() && rt.Method != http.MethodGet {
+				// After the answer: what the bot did, or tried, and how
+				// it went.
+				defer s.integ.auditCall(r, c, rt, sw)
+			}
 			if err := checkScope(rt, c); err != nil {
 				s.writeError(sw, r, err)
 				return
-			}
-			if c.bot() && rt.Method != http.MethodGet {
-				defer s.integ.auditCall(r, c, rt, sw) // after the answer: what the bot did and how it went
 			}
 			if s.rl.limited(rt.Tier) { // not reads: they need no client address
 				if err := s.rl.checkTier(start, rt.Tier, c.UserID, s.clientIP(r)); err != nil {
