@@ -17,6 +17,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"parley"
 )
 
 // Payload is the body of a Slack incoming-webhook request (and of a slash
@@ -329,8 +331,7 @@ func Mrkdwn(s string) string {
 		switch {
 		case strings.HasPrefix(target, "!"):
 			name, _, _ := strings.Cut(target[1:], "^")
-			switch name {
-			case "here", "channel", "everyone":
+			if parley.IsBroadcastMention(name) {
 				return "@" + name
 			}
 			if label != "" {
