@@ -308,6 +308,7 @@ export const EVENT_TYPES = {
 	'prefs.updated': 'bus_only',
 	'emoji.added': 'bus_only',
 	'emoji.removed': 'bus_only',
+	'message.ephemeral': 'bus_only',
 } as const;
 
 export type EventType = keyof typeof EVENT_TYPES;
