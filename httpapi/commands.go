@@ -239,12 +239,14 @@ func (s *Server) externalCommand(ctx context.Context, r *http.Request, c *caller
 	if err != nil {
 		var ce *integrations.CallError
 		if errors.As(err, &ce) {
+			s.metrics.integration("command", "failed")
 			s.log.Info("slash command failed", "command", name, "workspace_id", ch.WorkspaceID, "err", err)
 			s.integ.audit(ctx, cmd.BotID, "command.failed", "/"+name, http.StatusBadGateway)
 			return s.notice(ctx, c, ch, cmd.BotID, fmt.Sprintf("/%s failed: %s.", name, ce.Msg))
 		}
 		return nil, err
 	}
+	s.metrics.integration("command", "ok")
 	return s.deliverAnswer(ctx, c, ch, cmd.BotID, ans, root)
 }
 
@@ -399,6 +401,7 @@ func (in *integ) fireOutgoing(h parley.Integration, m *parley.Message, word stri
 	ch := &parley.Channel{ID: m.ChannelID, WorkspaceID: m.WorkspaceID}
 	c := &caller{UserID: m.UserID}
 	if err != nil {
+		s.metrics.integration("outgoing", "failed")
 		in.audit(ctx, h.BotID, "outgoing.failed", m.ChannelID, http.StatusBadGateway)
 		var ce *integrations.CallError
 		if errors.As(err, &ce) {
@@ -408,6 +411,7 @@ func (in *integ) fireOutgoing(h parley.Integration, m *parley.Message, word stri
 		}
 		return
 	}
+	s.metrics.integration("outgoing", "ok")
 	if ans.Text == "" {
 		return
 	}

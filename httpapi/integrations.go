@@ -327,6 +327,7 @@ func (s *Server) postWebhook(w http.ResponseWriter, r *http.Request, _ *caller) 
 	}
 	if wait, cancel := s.integ.hookLim.Reserve(hook.ID, s.now()); wait > 0 {
 		cancel()
+		s.metrics.integration("webhook", "rate_limited")
 		w.Header().Set("Retry-After", retrySeconds(wait))
 		return slackReply(w, http.StatusTooManyRequests, "rate_limited")
 	}
@@ -368,7 +369,21 @@ func (s *Server) postWebhook(w http.ResponseWriter, r *http.Request, _ *caller) 
 		err = slackReply(w, status, "msg_too_long")
 	}
 	s.integ.audit(ctx, hook.BotID, "webhook.post", hook.ChannelID, status)
+	s.metrics.integration("webhook", outcomeOf(status))
 	return err
+}
+
+// outcomeOf names an answer's status for parley_integration_calls_total.
+func outcomeOf(status int) string {
+	switch {
+	case status < 300:
+		return "ok"
+	case status == http.StatusTooManyRequests:
+		return "rate_limited"
+	case status < 500:
+		return "refused"
+	}
+	return "failed"
 }
 
 // --- slash commands and outgoing webhooks ---
