@@ -301,6 +301,10 @@ func channelName(ch *parley.Channel) string {
 // commandResponse takes a delayed answer at a response_url. Slack's
 // answers: ok, or a word saying what was wrong.
 func (s *Server) commandResponse(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	return s.secretPath(w, r, "", s.commandResponseSecret) // the path's one value is the secret
+}
+
+func (s *Server) commandResponseSecret(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.needInteg()
 	if err != nil {
 		return err

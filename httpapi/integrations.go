@@ -310,6 +310,34 @@ func slackReply(w http.ResponseWriter, status int, word string) error {
 // webhook's bot. Unknown ids and wrong secrets are alike (404): the URL
 // is the credential.
 func (s *Server) postWebhook(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	return s.secretPath(w, r, "hook_id", s.postWebhookSecret)
+}
+
+// secretPath serves a route whose path holds a secret (a webhook URL, a
+// response_url): a server failure is logged by the id alone and answered
+// as Slack would, so that the secret never reaches the logs through
+// writeError, which logs the path.
+func (s *Server) secretPath(w http.ResponseWriter, r *http.Request, idParam string, h func(http.ResponseWriter, *http.Request) error) error {
+	err := h(w, r)
+	if err == nil {
+		return nil
+	}
+	switch parley.ErrorCode(err) {
+	case parley.EINTERNAL:
+		args := []any{"route", r.Pattern, "err", err}
+		if idParam != "" {
+			args = append(args, idParam, r.PathValue(idParam))
+		}
+		s.log.Error("integration request failed", args...)
+		return slackReply(w, http.StatusInternalServerError, "internal_error")
+	case parley.EUNAVAILABLE:
+		w.Header().Set("Retry-After", "5")
+		return slackReply(w, http.StatusServiceUnavailable, "service_unavailable")
+	}
+	return err
+}
+
+func (s *Server) postWebhookSecret(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.needInteg()
 	if err != nil {
 		return err
