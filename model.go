@@ -68,14 +68,17 @@ type User struct {
 	ID    string `json:"id"`
 	Email string `json:"email,omitempty"` // only ever shown to the user themself
 	// Name is the display name; Handle is what @mentions use.
-	Name        string    `json:"name"`
-	Handle      string    `json:"handle"`
-	Title       string    `json:"title"`
-	AvatarHash  string    `json:"avatar_hash"`
-	Status      *Status   `json:"status,omitempty"`
-	Deactivated bool      `json:"deactivated,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	Name        string  `json:"name"`
+	Handle      string  `json:"handle"`
+	Title       string  `json:"title"`
+	AvatarHash  string  `json:"avatar_hash"`
+	Status      *Status `json:"status,omitempty"`
+	Deactivated bool    `json:"deactivated,omitempty"`
+	// IsBot marks a bot user (integrations.go): its messages come from
+	// an integration, not a person.
+	IsBot     bool      `json:"is_bot,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Invite is a multi-use code that lets people join a workspace.

@@ -176,6 +176,9 @@ const (
 	EventPrefsUpdated          = "prefs.updated"
 	EventEmojiAdded            = "emoji.added"
 	EventEmojiRemoved          = "emoji.removed"
+	// EventMessageEphemeral is a message shown to one user only (a slash
+	// command's private answer): on the user's topic, never stored.
+	EventMessageEphemeral = "message.ephemeral"
 
 	// Ephemeral events: dropped first under pressure, never given an s
 	// when dropped.
@@ -330,6 +333,7 @@ var EventTypes = []EventType{
 	// are no custom emoji yet, so nothing emits them.
 	{Type: EventEmojiAdded, Kind: EventBusOnly, Audience: AudienceAdmins, Reserved: true},
 	{Type: EventEmojiRemoved, Kind: EventBusOnly, Audience: AudienceAdmins, Reserved: true},
+	{Type: EventMessageEphemeral, Kind: EventBusOnly, Audience: AudienceOwn},
 
 	{Type: EventWorkspaceMemberUpdated, Kind: EventInternal, Audience: AudienceServers},
 	{Type: EventSessionRevoked, Kind: EventInternal, Audience: AudienceServers},

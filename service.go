@@ -26,6 +26,23 @@ type Session struct {
 	UserID    string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// Scopes are a bot token's scopes (integrations.go); nil for a
+	// person's login, which may do everything its user may.
+	Scopes []string
+}
+
+// Allows reports whether the session may use scope: a person's login may
+// use every scope, a bot token only those it was given.
+func (s *Session) Allows(scope string) bool {
+	if s.Scopes == nil {
+		return true
+	}
+	for _, sc := range s.Scopes {
+		if sc == scope {
+			return true
+		}
+	}
+	return false
 }
 
 // UserPatch holds the fields of PATCH /me; nil fields are left alone.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -83,6 +84,7 @@ func fill(path string, vals map[string]string, raw bool) string {
 type reply struct {
 	status int
 	body   []byte
+	ctype  string
 }
 
 func (n *node) send(t *testing.T, method, path, token string, body []byte) reply {
@@ -102,8 +104,10 @@ func (n *node) send(t *testing.T, method, path, token string, body []byte) reply
 	if err != nil {
 		t.Fatalf("%s %s: read: %v", method, path, err)
 	}
-	return reply{res.StatusCode, raw}
+	return reply{res.StatusCode, raw, res.Header.Get("Content-Type")}
 }
+
+var slackWord = regexp.MustCompile(`^[a-z_]+$`)
 
 // checkReply fails on a 5xx, on a 4xx that is not the error shape with the
 // status of its code, and, when wantClientError, on anything but a 4xx.
@@ -118,6 +122,14 @@ func checkReply(t *testing.T, what string, r reply, wantClientError bool) {
 		return
 	}
 	if r.status < 400 {
+		return
+	}
+	// The Slack-compatible routes (incoming webhooks, response_url) answer
+	// as Slack does: one plain-text word such as no_service.
+	if strings.HasPrefix(r.ctype, "text/plain") {
+		if !slackWord.Match(r.body) {
+			t.Errorf("%s: status %d, plain text that is no Slack answer: %.300s", what, r.status, r.body)
+		}
 		return
 	}
 	var e struct {

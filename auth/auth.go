@@ -86,3 +86,9 @@ func HashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
 }
+
+// TokenMatches reports whether token hashes to hash, in constant time (a
+// secret checked against its stored hash, such as a webhook URL's).
+func TokenMatches(token, hash string) bool {
+	return subtle.ConstantTimeCompare([]byte(HashToken(token)), []byte(hash)) == 1
+}

@@ -44,7 +44,7 @@ func newNode(t *testing.T, mutate func(*gateway.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(httpapi.Config{Store: st, Directory: st.Directory(), Logger: quietLogger(), Rates: parley.LiveRatesOff()})
+	api := httpapi.New(httpapi.Config{Store: st, Directory: st.Directory(), Logger: quietLogger(), Rates: parley.LiveRatesOff(), Integrations: st})
 	e := &env{t: t, store: st}
 	mux := http.NewServeMux()
 	mux.Handle("/", api.Handler())

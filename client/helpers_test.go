@@ -45,7 +45,7 @@ func newEnv(tb testing.TB, fake bool) *env {
 		tb.Fatalf("open store: %v", err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	api := httpapi.New(httpapi.Config{Store: st, Exporter: st, Directory: st.Directory(), Logger: quietLogger(), Rates: parley.LiveRatesOff()})
+	api := httpapi.New(httpapi.Config{Store: st, Exporter: st, Directory: st.Directory(), Logger: quietLogger(), Rates: parley.LiveRatesOff(), Integrations: st})
 	e := &env{t: tb, store: st}
 	mux := http.NewServeMux()
 	mux.Handle("/", api.Handler())

@@ -26,6 +26,11 @@ func (c *conn) identify(f *inFrame) {
 	defer cancel()
 	hash := auth.HashToken(f.Token)
 	login, err := g.store.SessionByToken(ctx, hash)
+	if err == nil && !login.Allows(parley.ScopeChannelsRead) {
+		// A bot token reads its channels through the gateway only with
+		// channels:read (docs/integrations.md).
+		err = parley.Errorf(parley.EFORBIDDEN, "this token lacks the %s scope", parley.ScopeChannelsRead)
+	}
 	if err != nil {
 		c.authFailed("identify", err)
 		return
@@ -158,6 +163,9 @@ func (c *conn) resume(f *inFrame) {
 	defer cancel()
 	hash := auth.HashToken(f.Token)
 	login, err := g.store.SessionByToken(ctx, hash)
+	if err == nil && !login.Allows(parley.ScopeChannelsRead) {
+		err = parley.Errorf(parley.EFORBIDDEN, "this token lacks the %s scope", parley.ScopeChannelsRead)
+	}
 	if err != nil {
 		c.authFailed("resume", err)
 		return

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -154,6 +155,8 @@ func (e *env) do(tb testing.TB, req *http.Request) *response {
 
 // checkResponse fails unless res is a success or a well-formed client
 // error: JSON {"error":{"code","message"}} with the status of its code.
+var slackWord = regexp.MustCompile(`^[a-z_]+$`)
+
 func checkResponse(tb testing.TB, what string, body []byte, res *response) {
 	tb.Helper()
 	short := body
@@ -164,6 +167,14 @@ func checkResponse(tb testing.TB, what string, body []byte, res *response) {
 		tb.Fatalf("%s with body %q: status %d, body %s", what, short, res.Status, res.Body)
 	}
 	if res.Status == http.StatusNoContent {
+		return
+	}
+	// The Slack-compatible routes (webhooks, response_url) answer as Slack
+	// does: one plain-text word (ok, invalid_payload, no_service...).
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
+		if !slackWord.Match(res.Body) {
+			tb.Fatalf("%s with body %q: status %d, plain text that is no Slack answer: %q", what, short, res.Status, res.Body)
+		}
 		return
 	}
 	if !json.Valid(res.Body) {

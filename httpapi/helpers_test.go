@@ -93,6 +93,9 @@ func newEnvWithStore(tb testing.TB, st parley.Store, clk *clock, adjust ...func(
 	if ex, ok := st.(parley.Exporter); ok {
 		cfg.Exporter = ex
 	}
+	if is, ok := st.(parley.IntegrationStore); ok {
+		cfg.Integrations = is
+	}
 	for _, f := range adjust {
 		f(&cfg)
 	}

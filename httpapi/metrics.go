@@ -14,6 +14,7 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	rejected *prometheus.CounterVec
+	integ    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -32,6 +33,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "parley_ratelimit_rejections_total",
 		Help: "API requests refused with 429 by a rate limit, by tier and by the key that ran out (user, ip, login_account, ...).",
 	}, []string{"tier", "key"})
+	m.integ = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "parley_integration_calls_total",
+		Help: "Integration traffic by kind (webhook: incoming webhook posts; command, outgoing: calls to their URLs) and outcome (ok, refused, rate_limited, failed).",
+	}, []string{"kind", "outcome"})
+	m.integ = promutil.Register(reg, m.integ)
 	m.rejected = promutil.Register(reg, m.rejected)
 	m.requests = promutil.Register(reg, m.requests)
 	m.duration = promutil.Register(reg, m.duration)
@@ -53,4 +59,13 @@ func (m *metrics) rejectedVec() *prometheus.CounterVec {
 		return nil
 	}
 	return m.rejected
+}
+
+// integration counts one webhook post or command/outgoing call; a nil
+// *metrics records nothing.
+func (m *metrics) integration(kind, outcome string) {
+	if m == nil {
+		return
+	}
+	m.integ.WithLabelValues(kind, outcome).Inc()
 }

@@ -1,6 +1,10 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+
+	"parley"
+)
 
 // Prefix is the path prefix of every route.
 const Prefix = "/api/v1"
@@ -19,10 +23,17 @@ type route struct {
 	Tier    Tier
 	Summary string
 	Handle  handlerFunc
+	// Scope is the token scope a bot token needs to call the route
+	// (parley.Scopes); "" keeps the route for people's logins. The table
+	// of which route needs which scope is TestRouteScopes'.
+	Scope string
 }
 
 // in puts the route in tier t.
 func (rt route) in(t Tier) route { rt.Tier = t; return rt }
+
+// needs lets bot tokens with scope call the route.
+func (rt route) needs(scope string) route { rt.Scope = scope; return rt }
 
 // routes returns the route table.
 func (s *Server) routes() []route {
@@ -42,15 +53,15 @@ func (s *Server) routes() []route {
 		r(post, "/auth/signup", public, "Create an account and a session", s.signup).in(TierAuth),
 		r(post, "/auth/login", public, "Log in and get a session token", s.login).in(TierAuth),
 		r(post, "/auth/logout", authed, "Revoke the calling token", s.logout),
-		r(get, "/me", authed, "The caller's own user", s.getMe),
+		r(get, "/me", authed, "The caller's own user", s.getMe).needs(parley.ScopeChannelsRead),
 		r(patch, "/me", authed, "Update the caller's profile", s.updateMe),
 		r(put, "/me/status", authed, "Set the caller's custom status", s.setStatus),
-		r(post, "/users/batch", authed, "Users by id, among those sharing a workspace with the caller", s.usersBatch).in(TierRead),
+		r(post, "/users/batch", authed, "Users by id, among those sharing a workspace with the caller", s.usersBatch).in(TierRead).needs(parley.ScopeChannelsRead),
 
 		// Workspaces.
 		r(post, "/workspaces", authed, "Create a workspace owned by the caller", s.createWorkspace).in(TierCreate),
-		r(get, "/workspaces", authed, "The caller's workspaces", s.listWorkspaces),
-		r(get, "/workspaces/{ws}", authed, "One workspace", s.getWorkspace),
+		r(get, "/workspaces", authed, "The caller's workspaces", s.listWorkspaces).needs(parley.ScopeChannelsRead),
+		r(get, "/workspaces/{ws}", authed, "One workspace", s.getWorkspace).needs(parley.ScopeChannelsRead),
 		r(post, "/workspaces/{ws}/invites", authed, "Create an invite code", s.createInvite).in(TierCreate),
 		r(get, "/invites/{code}", public, "The workspace an invite code is for, before signing up", s.invitePreview).in(TierAuth),
 		r(post, "/invites/{code}/accept", authed, "Join a workspace with an invite code", s.acceptInvite).in(TierCreate),
@@ -61,34 +72,34 @@ func (s *Server) routes() []route {
 		r(get, "/workspaces/{ws}/export", authed, "Download the workspace as a Parley export zip (owner only)", s.exportWorkspace).in(TierCreate),
 
 		// Boot.
-		r(post, "/boot", authed, "The first screen: the caller's channels and DMs with counts, ws_url, limits", s.boot).in(TierRead),
+		r(post, "/boot", authed, "The first screen: the caller's channels and DMs with counts, ws_url, limits", s.boot).in(TierRead).needs(parley.ScopeChannelsRead),
 
 		// Channels.
 		r(post, "/workspaces/{ws}/channels", authed, "Create a public or private channel", s.createChannel).in(TierCreate),
-		r(get, "/workspaces/{ws}/channels", authed, "Browse the workspace's channels the caller can see", s.listChannels),
+		r(get, "/workspaces/{ws}/channels", authed, "Browse the workspace's channels the caller can see", s.listChannels).needs(parley.ScopeChannelsRead),
 		r(post, "/dms", authed, "Open (or find) a DM or group DM", s.openDM).in(TierCreate),
-		r(get, "/channels/{id}", authed, "One channel", s.getChannel),
+		r(get, "/channels/{id}", authed, "One channel", s.getChannel).needs(parley.ScopeChannelsRead),
 		r(patch, "/channels/{id}", authed, "Rename a channel or change its topic, purpose, slow mode or post cap", s.updateChannel),
 		r(post, "/channels/{id}/archive", authed, "Archive a channel", s.archiveChannel),
-		r(post, "/channels/{id}/join", authed, "Join a public channel", s.joinChannel),
-		r(post, "/channels/{id}/leave", authed, "Leave a channel", s.leaveChannel),
+		r(post, "/channels/{id}/join", authed, "Join a public channel", s.joinChannel).needs(parley.ScopeChannelsJoin),
+		r(post, "/channels/{id}/leave", authed, "Leave a channel", s.leaveChannel).needs(parley.ScopeChannelsJoin),
 		r(post, "/channels/{id}/members", authed, "Add members to a channel", s.addMembers),
 		r(del, "/channels/{id}/members/{user_id}", authed, "Remove a member from a channel", s.removeMember),
-		r(get, "/channels/{id}/members", authed, "Page through a channel's members", s.listMembers),
+		r(get, "/channels/{id}/members", authed, "Page through a channel's members", s.listMembers).needs(parley.ScopeChannelsRead),
 		r(get, "/channels/{id}/mention-suggestions", authed, "People to offer after @ in a channel, its members first", s.mentionSuggestions),
-		r(get, "/channels/{id}/header", authed, "A channel's header: member count, topic, purpose, a few members", s.channelHeader),
-		r(post, "/channels/{id}/read", authed, "Move the caller's read marker", s.markRead),
+		r(get, "/channels/{id}/header", authed, "A channel's header: member count, topic, purpose, a few members", s.channelHeader).needs(parley.ScopeChannelsRead),
+		r(post, "/channels/{id}/read", authed, "Move the caller's read marker", s.markRead).needs(parley.ScopeChannelsRead),
 
 		// Messages.
-		r(post, "/channels/{id}/messages", authed, "Post a message (idempotent per client_msg_id)", s.postMessage).in(TierMessage),
-		r(get, "/channels/{id}/messages", authed, "A page of channel history", s.listMessages),
-		r(get, "/channels/{id}/pins", authed, "A channel's pinned messages", s.listPins),
-		r(get, "/messages/{id}", authed, "One message", s.getMessage),
-		r(patch, "/messages/{id}", authed, "Edit a message", s.editMessage),
-		r(del, "/messages/{id}", authed, "Delete a message", s.deleteMessage),
-		r(get, "/messages/{root}/replies", authed, "A page of a thread's replies", s.listReplies),
-		r(put, "/messages/{id}/reactions/{emoji}", authed, "Add the caller's reaction", s.addReaction),
-		r(del, "/messages/{id}/reactions/{emoji}", authed, "Remove the caller's reaction", s.removeReaction),
+		r(post, "/channels/{id}/messages", authed, "Post a message (idempotent per client_msg_id)", s.postMessage).in(TierMessage).needs(parley.ScopeChatWrite),
+		r(get, "/channels/{id}/messages", authed, "A page of channel history", s.listMessages).needs(parley.ScopeChannelsRead),
+		r(get, "/channels/{id}/pins", authed, "A channel's pinned messages", s.listPins).needs(parley.ScopeChannelsRead),
+		r(get, "/messages/{id}", authed, "One message", s.getMessage).needs(parley.ScopeChannelsRead),
+		r(patch, "/messages/{id}", authed, "Edit a message", s.editMessage).needs(parley.ScopeChatWrite),
+		r(del, "/messages/{id}", authed, "Delete a message", s.deleteMessage).needs(parley.ScopeChatWrite),
+		r(get, "/messages/{root}/replies", authed, "A page of a thread's replies", s.listReplies).needs(parley.ScopeChannelsRead),
+		r(put, "/messages/{id}/reactions/{emoji}", authed, "Add the caller's reaction", s.addReaction).needs(parley.ScopeReactionsWrite),
+		r(del, "/messages/{id}/reactions/{emoji}", authed, "Remove the caller's reaction", s.removeReaction).needs(parley.ScopeReactionsWrite),
 		r(put, "/messages/{id}/pin", authed, "Pin a message", s.pin),
 		r(del, "/messages/{id}/pin", authed, "Unpin a message", s.unpin),
 
@@ -99,8 +110,27 @@ func (s *Server) routes() []route {
 		r(post, "/threads/{root}/read", authed, "Mark a thread read", s.markThreadRead),
 
 		// Catch-up.
-		r(get, "/channels/{id}/events", authed, "A page of a channel's durable event log", s.listEvents),
-		r(post, "/sync", authed, "Missed events of many channels", s.sync).in(TierRead),
+		r(get, "/channels/{id}/events", authed, "A page of a channel's durable event log", s.listEvents).needs(parley.ScopeChannelsRead),
+		r(post, "/sync", authed, "Missed events of many channels", s.sync).in(TierRead).needs(parley.ScopeChannelsRead),
+
+		// Integrations (integrations.go, docs/integrations.md).
+		r(post, "/workspaces/{ws}/bots", authed, "Create a bot user (workspace admins)", s.createBot).in(TierCreate),
+		r(get, "/workspaces/{ws}/bots", authed, "The workspace's bots (workspace admins)", s.listBots),
+		r(del, "/workspaces/{ws}/bots/{bot_id}", authed, "Revoke a bot and its tokens (workspace admins)", s.revokeBot),
+		r(post, "/workspaces/{ws}/bots/{bot_id}/tokens", authed, "Create a scoped token for a bot (workspace admins)", s.createBotToken).in(TierCreate),
+		r(get, "/workspaces/{ws}/bots/{bot_id}/tokens", authed, "A bot's tokens, without the tokens (workspace admins)", s.listBotTokens),
+		r(del, "/workspaces/{ws}/bot-tokens/{token_id}", authed, "Revoke a bot token (workspace admins)", s.revokeBotToken),
+		r(get, "/workspaces/{ws}/bot-audit", authed, "What the workspace's bots did, newest first (workspace admins)", s.botAudit),
+		r(post, "/channels/{id}/webhooks", authed, "Create an incoming webhook for a channel (its managers)", s.createWebhook).in(TierCreate),
+		r(get, "/workspaces/{ws}/webhooks", authed, "The workspace's incoming webhooks (workspace admins)", s.listWebhooks),
+		r(del, "/workspaces/{ws}/webhooks/{hook_id}", authed, "Delete an incoming webhook", s.deleteWebhook),
+		r(post, "/hooks/{hook_id}/{secret}", public, "Post to a channel with a Slack-compatible webhook payload", s.postWebhook).in(TierRead),
+		r(post, "/workspaces/{ws}/integrations", authed, "Create a slash command or outgoing webhook (workspace admins)", s.createIntegration).in(TierCreate),
+		r(get, "/workspaces/{ws}/integrations", authed, "The workspace's slash commands and outgoing webhooks (workspace admins)", s.listIntegrations),
+		r(del, "/workspaces/{ws}/integrations/{integration_id}", authed, "Delete a slash command or outgoing webhook (workspace admins)", s.deleteIntegration),
+		r(get, "/workspaces/{ws}/commands", authed, "The slash commands members may type: built-ins and the workspace's", s.listCommands),
+		r(post, "/channels/{id}/commands", authed, "Run a slash command in a channel", s.runCommand).in(TierMessage),
+		r(post, "/command-responses/{token}", public, "A slash command's delayed answer (its response_url)", s.commandResponse).in(TierRead),
 
 		r(get, "/openapi.json", public, "This API's OpenAPI document", s.openAPI),
 	}

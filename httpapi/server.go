@@ -73,6 +73,18 @@ type Config struct {
 	// rate (joinlimit.go). Nil: one node.
 	LiveNodes func() int
 
+	// Integrations keeps bots, webhooks, commands and the bot audit log
+	// (integrations.go). Nil: the integration routes answer 503.
+	Integrations parley.IntegrationStore
+	// WebhookRate limits each incoming webhook (default DefaultWebhookRate).
+	WebhookRate Rate
+	// CommandTimeout is how long a slash command or outgoing webhook URL
+	// has to answer (default integrations.DefaultTimeout).
+	CommandTimeout time.Duration
+	// CommandClient sends the requests of slash commands and outgoing
+	// webhooks. Nil: a client that follows no redirects.
+	CommandClient *http.Client
+
 	// testRoutes are extra routes, for this package's tests only.
 	testRoutes []route
 }
@@ -102,6 +114,8 @@ type Server struct {
 	wsURL  func(workspaceID string) string // nil: the request's host
 	dir    parley.DirectoryQueries
 	limits parley.BootLimits
+
+	integ *integ // bots, webhooks, commands (integrations.go)
 
 	metrics *metrics           // nil without a Registerer
 	panics  prometheus.Counter // parley_panics_total{where="http"}
@@ -145,6 +159,7 @@ func New(cfg Config) *Server {
 	s.testRoutes = cfg.testRoutes
 	s.rl = newLimiters(cfg, s.metrics.rejectedVec())
 	s.joins = newJoinLimiter(cfg, cfg.Registerer, s.log)
+	s.integ = newInteg(cfg, s)
 	s.handler = s.buildHandler()
 	return s
 }
@@ -157,7 +172,12 @@ func (s *Server) Handler() http.Handler { return s.handler }
 type caller struct {
 	UserID    string
 	TokenHash string
+	// Scopes are a bot token's; nil for a person's login.
+	Scopes []string
 }
+
+// bot reports whether the caller is a bot token.
+func (c *caller) bot() bool { return c != nil && c.Scopes != nil }
 
 // handlerFunc serves one route. It writes its own success response and
 // returns an error for everything else; c is nil on public routes.
@@ -259,6 +279,15 @@ func (s *Server) wrap(rt route) http.Handler {
 				s.writeError(sw, r, err)
 				return
 			}
+			if c.bot() && rt.Method != http.MethodGet {
+				// After the answer: what the bot did, or tried, and how
+				// it went.
+				defer s.integ.auditCall(r, c, rt, sw)
+			}
+			if err := checkScope(rt, c); err != nil {
+				s.writeError(sw, r, err)
+				return
+			}
 			if s.rl.limited(rt.Tier) { // not reads: they need no client address
 				if err := s.rl.checkTier(start, rt.Tier, c.UserID, s.clientIP(r)); err != nil {
 					s.writeError(sw, r, err)
@@ -303,7 +332,7 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 	if sess == nil || !sess.ExpiresAt.After(s.now()) {
 		return nil, parley.Errorf(parley.EUNAUTHORIZED, "invalid or expired token")
 	}
-	return &caller{UserID: sess.UserID, TokenHash: hash}, nil
+	return &caller{UserID: sess.UserID, TokenHash: hash, Scopes: sess.Scopes}, nil
 }
 
 // bearerToken extracts the token of "Authorization: Bearer <token>".

@@ -17,6 +17,7 @@ type userRec struct {
 	nameLower   string
 	status      *parley.Status // may have expired: checked when read
 	deactivated bool
+	bot         bool  // is_bot: an integration's user
 	created     int64 // unix µs
 	updated     int64 // unix µs; orders versions of the user
 }
@@ -25,6 +26,7 @@ func newUserRec(u *parley.User) *userRec {
 	r := &userRec{
 		id: u.ID, handle: u.Handle, name: u.Name, title: u.Title, avatar: u.AvatarHash,
 		deactivated: u.Deactivated,
+		bot:         u.IsBot,
 		created:     u.CreatedAt.UnixMicro(),
 		updated:     u.UpdatedAt.UnixMicro(),
 	}
@@ -41,6 +43,7 @@ func (r *userRec) user(now time.Time) parley.User {
 	u := parley.User{
 		ID: r.id, Name: r.name, Handle: r.handle, Title: r.title, AvatarHash: r.avatar,
 		Deactivated: r.deactivated,
+		IsBot:       r.bot,
 		CreatedAt:   time.UnixMicro(r.created).UTC(),
 		UpdatedAt:   time.UnixMicro(r.updated).UTC(),
 	}

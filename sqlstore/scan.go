@@ -36,7 +36,7 @@ type scanner interface{ Scan(dest ...any) error }
 // userColumns and scanUser read a parley.User (without email). Use with
 // "SELECT " + userColumns + " FROM users u".
 const userColumns = `u.id, u.handle, u.name, u.title, u.avatar_hash, u.status_emoji, u.status_text,
-	u.status_expires_at, u.deactivated_at, u.created_at, u.updated_at`
+	u.status_expires_at, u.deactivated_at, u.created_at, u.updated_at, u.is_bot`
 
 func scanUser(sc scanner, now time.Time) (*parley.User, error) {
 	var u parley.User
@@ -44,7 +44,7 @@ func scanUser(sc scanner, now time.Time) (*parley.User, error) {
 	var expires, deactivated sql.NullInt64
 	var created, updated int64
 	if err := sc.Scan(&u.ID, &u.Handle, &u.Name, &u.Title, &u.AvatarHash, &emoji, &text,
-		&expires, &deactivated, &created, &updated); err != nil {
+		&expires, &deactivated, &created, &updated, &u.IsBot); err != nil {
 		return nil, err
 	}
 	// An expired status reads as no status; nothing needs to clear it.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"parley"
 )
@@ -55,10 +56,11 @@ func (s *Store) SessionByToken(ctx context.Context, tokenHash string) (*parley.S
 	var sess parley.Session
 	var created, expires int64
 	var revoked, deactivated sql.NullInt64
+	var scopes sql.NullString
 	err := s.rdb.QueryRowContext(ctx,
-		`SELECT s.user_id, s.created_at, s.expires_at, s.revoked_at, u.deactivated_at
+		`SELECT s.user_id, s.created_at, s.expires_at, s.revoked_at, u.deactivated_at, s.scopes
 		 FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = $1`, tokenHash).
-		Scan(&sess.UserID, &created, &expires, &revoked, &deactivated)
+		Scan(&sess.UserID, &created, &expires, &revoked, &deactivated, &scopes)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, parley.Errorf(parley.EUNAUTHORIZED, "session is invalid or expired")
 	}
@@ -69,6 +71,12 @@ func (s *Store) SessionByToken(ctx context.Context, tokenHash string) (*parley.S
 		return nil, parley.Errorf(parley.EUNAUTHORIZED, "session is invalid or expired")
 	}
 	sess.TokenHash = tokenHash
+	if scopes.Valid { // a bot token (integrations.go)
+		sess.Scopes = strings.Fields(scopes.String)
+		if sess.Scopes == nil {
+			sess.Scopes = []string{}
+		}
+	}
 	sess.CreatedAt, sess.ExpiresAt = fromMicros(created), fromMicros(expires)
 	return &sess, nil
 }

@@ -133,7 +133,7 @@ func (s *Store) UserCredentials(ctx context.Context, email string) (*parley.User
 		return nil, "", parley.Errorf(parley.ENOTFOUND, "user not found")
 	}
 	row := s.rdb.QueryRowContext(ctx,
-		`SELECT `+userEmailColumns+`, u.password_hash FROM users u WHERE u.email = $1`, e)
+		`SELECT `+userEmailColumns+`, u.password_hash FROM users u WHERE u.email = $1 AND NOT u.is_bot`, e)
 	var gotEmail, hash string
 	u, err := scanUser(scanFunc(func(dest ...any) error {
 		return row.Scan(append(dest, &gotEmail, &hash)...)

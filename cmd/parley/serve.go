@@ -275,7 +275,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 	panics := promutil.Panics(n.reg)
 	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.guarded), Exporter: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config,
-		LiveNodes: func() int { return len(n.members.Live()) }})
+		LiveNodes: func() int { return len(n.members.Live()) }, Integrations: n.store})
 	n.api = newHTTPServer(httpapi.Recover(log, panics, rootHandler(api.Handler(), n.gateway, webui.Dist())), writeTimeout, log)
 	n.serve("api", n.api, n.apiLn)
 	if n.adminLn != nil {

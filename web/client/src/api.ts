@@ -1,6 +1,14 @@
 // Api: a typed fetch wrapper for every HTTP endpoint of the Parley API.
 
 import type {
+	AuditEntry,
+	Bot,
+	BotToken,
+	CommandInfo,
+	CommandResult,
+	Integration,
+	Scope,
+	Webhook,
 	Boot,
 	BootQuery,
 	Channel,
@@ -467,6 +475,86 @@ export class Api {
 	/** Missed events of many channels (at most 500) in one call. */
 	sync(channels: Record<string, number>): Promise<{ channels: Record<string, SyncEntry> }> {
 		return this.request('POST', '/sync', { channels }, { idempotent: true });
+	}
+
+	// ---- integrations (docs/integrations.md) ----------------------------
+
+	/** Create a bot user (workspace admins). */
+	createBot(ws: string, p: { name: string; handle: string }): Promise<Bot> {
+		return this.request('POST', `/workspaces/${seg(ws)}/bots`, p);
+	}
+
+	listBots(ws: string): Promise<ListOf<'bots', Bot>> {
+		return this.request('GET', `/workspaces/${seg(ws)}/bots`);
+	}
+
+	/** Deactivate a bot and revoke its tokens. */
+	revokeBot(ws: string, botId: string): Promise<void> {
+		return this.request('DELETE', `/workspaces/${seg(ws)}/bots/${seg(botId)}`);
+	}
+
+	/** A scoped token for a bot; its `token` is shown only in this answer. */
+	createBotToken(ws: string, botId: string, p: { label?: string; scopes: Scope[] }): Promise<BotToken> {
+		return this.request('POST', `/workspaces/${seg(ws)}/bots/${seg(botId)}/tokens`, p);
+	}
+
+	listBotTokens(ws: string, botId: string): Promise<ListOf<'tokens', BotToken>> {
+		return this.request('GET', `/workspaces/${seg(ws)}/bots/${seg(botId)}/tokens`);
+	}
+
+	revokeBotToken(ws: string, tokenId: string): Promise<void> {
+		return this.request('DELETE', `/workspaces/${seg(ws)}/bot-tokens/${seg(tokenId)}`);
+	}
+
+	/** What the workspace's bots did, newest first. */
+	botAudit(ws: string, q: { bot_id?: string } & PageQuery = {}): Promise<ListOf<'entries', AuditEntry>> {
+		return this.request('GET', `/workspaces/${seg(ws)}/bot-audit${query({ bot_id: q.bot_id, cursor: q.cursor, limit: q.limit })}`);
+	}
+
+	/** An incoming webhook for a channel; its `url` is shown only in this answer. */
+	createWebhook(channelId: string, name: string): Promise<Webhook> {
+		return this.request('POST', `/channels/${seg(channelId)}/webhooks`, { name });
+	}
+
+	listWebhooks(ws: string): Promise<ListOf<'webhooks', Webhook>> {
+		return this.request('GET', `/workspaces/${seg(ws)}/webhooks`);
+	}
+
+	deleteWebhook(ws: string, hookId: string): Promise<void> {
+		return this.request('DELETE', `/workspaces/${seg(ws)}/webhooks/${seg(hookId)}`);
+	}
+
+	/** A slash command or outgoing webhook (workspace admins). */
+	createIntegration(
+		ws: string,
+		p: {
+			kind: 'command' | 'outgoing';
+			name: string;
+			url: string;
+			description?: string;
+			channel_id?: string;
+			trigger_words?: string[];
+		},
+	): Promise<Integration> {
+		return this.request('POST', `/workspaces/${seg(ws)}/integrations`, p);
+	}
+
+	listIntegrations(ws: string): Promise<ListOf<'integrations', Integration>> {
+		return this.request('GET', `/workspaces/${seg(ws)}/integrations`);
+	}
+
+	deleteIntegration(ws: string, id: string): Promise<void> {
+		return this.request('DELETE', `/workspaces/${seg(ws)}/integrations/${seg(id)}`);
+	}
+
+	/** The commands a member may type: built-ins first. */
+	listCommands(ws: string): Promise<ListOf<'commands', CommandInfo>> {
+		return this.request('GET', `/workspaces/${seg(ws)}/commands`);
+	}
+
+	/** Run "/command text" in a channel. Never retried: a command may have effects. */
+	runCommand(channelId: string, p: { command: string; text: string; thread_root_id?: string }): Promise<CommandResult> {
+		return this.request('POST', `/channels/${seg(channelId)}/commands`, p, { idempotent: false });
 	}
 }
 

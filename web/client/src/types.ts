@@ -25,6 +25,8 @@ export interface User {
 	avatar_hash: string;
 	status?: UserStatus;
 	deactivated?: boolean;
+	/** A bot user (an integration); absent for people. */
+	is_bot?: boolean;
 	created_at: Time;
 	updated_at: Time;
 }
@@ -306,6 +308,7 @@ export const EVENT_TYPES = {
 	'prefs.updated': 'bus_only',
 	'emoji.added': 'bus_only',
 	'emoji.removed': 'bus_only',
+	'message.ephemeral': 'bus_only',
 } as const;
 
 export type EventType = keyof typeof EVENT_TYPES;
@@ -412,3 +415,92 @@ export type ConnectionStatus =
 	| 'reconnecting' // lost the socket; retrying with backoff
 	| 'logged_out' // the token was refused or revoked (close 4004): log in again
 	| 'failed'; // a protocol error the library cannot recover from
+
+// ---- integrations (docs/integrations.md) ------------------------------
+
+/** Token scopes of bot tokens. */
+export type Scope = 'channels:read' | 'channels:join' | 'chat:write' | 'reactions:write';
+
+export interface Bot {
+	user: User;
+	workspace_id: string;
+	/** What made it: an admin ("bot"), a webhook, a command or an outgoing webhook. */
+	kind: 'bot' | 'webhook' | 'command' | 'outgoing';
+	created_by: string;
+	created_at: Time;
+	revoked_at?: Time;
+}
+
+export interface BotToken {
+	id: string;
+	bot_id: string;
+	label: string;
+	scopes: Scope[];
+	created_by: string;
+	created_at: Time;
+	revoked_at?: Time;
+	/** Only in the answer that created it. */
+	token?: string;
+}
+
+export interface Webhook {
+	id: string;
+	workspace_id: string;
+	channel_id: string;
+	bot_id: string;
+	name: string;
+	created_by: string;
+	created_at: Time;
+	/** Only in the answer that created it (it holds the secret). */
+	url?: string;
+}
+
+export interface Integration {
+	id: string;
+	workspace_id: string;
+	kind: 'command' | 'outgoing';
+	name: string;
+	channel_id?: string;
+	trigger_words?: string[];
+	url: string;
+	description: string;
+	signing_secret: string;
+	bot_id: string;
+	created_by: string;
+	created_at: Time;
+}
+
+export interface AuditEntry {
+	id: string;
+	bot_id: string;
+	at: Time;
+	action: string;
+	target: string;
+	status: number;
+}
+
+/** A slash command as the composer offers it. */
+export interface CommandInfo {
+	name: string;
+	usage?: string;
+	description: string;
+	builtin: boolean;
+}
+
+/** A message shown to one user only, never stored (event message.ephemeral). */
+export interface EphemeralMessage {
+	id: string;
+	channel_id: string;
+	/** The bot that answered, or "" for the server's own notices. */
+	user_id: string;
+	text: string;
+	thread_root_id?: string;
+	created_at: Time;
+}
+
+/** What running a slash command did. */
+export interface CommandResult {
+	response_type: 'ephemeral' | 'in_channel';
+	message?: Message;
+	ephemeral?: EphemeralMessage;
+}

@@ -11,6 +11,7 @@ import {
 	Api,
 	ApiError,
 	Session,
+	type CommandInfo,
 	type InvitePreview,
 	type Message,
 	type SessionNotification,
@@ -19,6 +20,7 @@ import {
 	type Workspace,
 } from '@parley/client';
 import { plainText } from './markdown';
+import { Ephemerals, parseCommand } from './ephemeral.svelte';
 import { watchPage } from './page';
 import { formatRoute, parseRoute, type Route } from './route';
 
@@ -29,7 +31,7 @@ const CHANNEL_KEY = 'parley.channel.';
 export type Screen = 'loading' | 'auth' | 'workspaces' | 'chat';
 export type View = 'channel' | 'threads' | 'directory' | 'search' | 'browse';
 export type Panel = { kind: 'thread'; rootId: string } | { kind: 'members' } | { kind: 'profile'; userId: string } | { kind: 'pins' } | null;
-export type Dialog = 'switcher' | 'invite' | 'create-channel' | FeatureDialog | null;
+export type Dialog = 'switcher' | 'invite' | 'create-channel' | 'integrations' | FeatureDialog | null;
 /** The dialogs of pins, group DMs, channel settings and the profile menu. */
 export type FeatureDialog = 'new-message' | 'channel-settings' | 'edit-profile' | 'set-status' | 'preferences';
 
@@ -54,6 +56,9 @@ class App {
 	view = $state<View>('channel');
 	panel = $state<Panel>(null);
 	dialog = $state<Dialog>(null);
+	/** Slash commands' answers shown to this user only, per channel (ephemeral.svelte.ts). */
+	readonly ephemerals = new Ephemerals();
+	private commandList: { ws: string; at: number; list: Promise<CommandInfo[]> } | null = null;
 	searchQuery = $state('');
 	/** A message to scroll to and flash in the channel view. */
 	focusMessageId = $state<string | null>(null);
@@ -396,6 +401,7 @@ class App {
 			session.subscribe((s) => (this.s = s)),
 			session.on('loggedOut', () => this.forget()),
 			session.on('notify', (n) => this.notify(n)),
+			session.on('event', (ev) => this.ephemerals.apply(ev)),
 			// Background failures (a user lookup, a read marker) are already
 			// reflected in state where it matters; keep a trace for developers.
 			session.on('error', (e) => console.warn('parley:', e.message)),
@@ -598,6 +604,44 @@ class App {
 	}
 
 	/** Users to complete an @mention in a channel (flagged when already in it). */
+	/** The slash commands of the open workspace, for the composer (cached a minute). */
+	commands(): Promise<CommandInfo[]> {
+		const ws = this.s?.workspace?.id;
+		if (!ws) return Promise.resolve([]);
+		const c = this.commandList;
+		if (c && c.ws === ws && Date.now() - c.at < 60_000) return c.list;
+		const list = this.sessionApi()
+			.listCommands(ws)
+			.then((r) => r.commands)
+			.catch(() => [] as CommandInfo[]);
+		this.commandList = { ws, at: Date.now(), list };
+		return list;
+	}
+
+	/** Forget the cached command list (after the integrations dialog changed it). */
+	commandsChanged(): void {
+		this.commandList = null;
+	}
+
+	/**
+	 * Run "/command args" typed in a channel's composer; false when text is no
+	 * command (send it as a message). A failure is shown like the command's
+	 * own private answers.
+	 */
+	runCommand(channelId: string, text: string, threadRootId?: string): boolean {
+		const cmd = parseCommand(text);
+		if (!cmd) return false;
+		this.sessionApi()
+			.runCommand(channelId, { command: cmd.name, text: cmd.args, thread_root_id: threadRootId })
+			.then(
+				(r) => {
+					if (r.ephemeral) this.ephemerals.add(r.ephemeral);
+				},
+				(e) => this.ephemerals.notice(channelId, `/${cmd.name} failed: ${(e as Error).message}`),
+			);
+		return true;
+	}
+
 	async mentionSuggestions(channelId: string, q: string) {
 		return (await this.sessionApi().mentionSuggestions(channelId, q, 8)).users;
 	}

@@ -1,0 +1,205 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"parley"
+)
+
+// The integration store (parley.IntegrationStore, docs/integrations.md):
+// bots are guests of their workspace, tokens are scoped sessions that die
+// with revocation, webhooks and commands bring their own bots, and
+// nothing crosses workspaces.
+
+func integ(t *testing.T, s parley.Store) parley.IntegrationStore {
+	t.Helper()
+	is, ok := s.(parley.IntegrationStore)
+	if !ok {
+		t.Skipf("%T keeps no integrations", s)
+	}
+	return is
+}
+
+func init() {
+	register("Integrations/BotTokens", func(t *testing.T, open Opener) {
+		rec := &Recorder{}
+		s := open(t, rec)
+		is := integ(t, s)
+		owner, member := MustUser(t, s, "owner"), MustUser(t, s, "member")
+		ws := MustWorkspace(t, s, owner)
+		MustJoinWorkspace(t, s, ws, owner, member)
+		_, err := is.CreateBot(ctx(t), member.ID, ws.ID, parley.NewBot{Name: "Bot", Handle: "bot-" + itoa(userSeq.Add(1))})
+		Code(t, err, parley.EFORBIDDEN)
+		bot, err := is.CreateBot(ctx(t), owner.ID, ws.ID, parley.NewBot{Name: "Bot", Handle: "bot-" + itoa(userSeq.Add(1))})
+		NoErr(t, err)
+		_, err = is.CreateBot(ctx(t), owner.ID, ws.ID, parley.NewBot{Name: "Bot", Handle: bot.User.Handle})
+		Code(t, err, parley.ECONFLICT)
+		if !bot.User.IsBot {
+			t.Fatal("bot user without is_bot")
+		}
+		// Its workspace role is guest: it sees only channels it is in.
+		pub := MustChannel(t, s, ws, owner, "pub", parley.KindPublic)
+		_, err = s.GetChannel(ctx(t), bot.User.ID, pub.ID)
+		Code(t, err, parley.ENOTFOUND)
+		_, err = is.CreateBotToken(ctx(t), owner.ID, ws.ID, bot.User.ID, parley.NewBotToken{Scopes: []string{"root"}, TokenHash: "h0"})
+		Code(t, err, parley.EINVALID)
+		tok, err := is.CreateBotToken(ctx(t), owner.ID, ws.ID, bot.User.ID,
+			parley.NewBotToken{Label: "ci", Scopes: []string{parley.ScopeChatWrite}, TokenHash: "hash-" + bot.User.ID})
+		NoErr(t, err)
+		sess, err := s.SessionByToken(ctx(t), "hash-"+bot.User.ID)
+		NoErr(t, err)
+		if sess.UserID != bot.User.ID || !slices.Equal(sess.Scopes, []string{parley.ScopeChatWrite}) ||
+			sess.Allows(parley.ScopeChannelsRead) || !sess.Allows(parley.ScopeChatWrite) {
+			t.Fatalf("bot session %+v", sess)
+		}
+		// A person's login has no scopes and may do everything.
+		NoErr(t, s.CreateSession(ctx(t), parley.Session{TokenHash: "person-" + owner.ID, UserID: owner.ID, ExpiresAt: time.Now().Add(time.Hour)}))
+		if p, err := s.SessionByToken(ctx(t), "person-"+owner.ID); err != nil || p.Scopes != nil || !p.Allows(parley.ScopeChatWrite) {
+			t.Fatalf("person session %+v, %v", p, err)
+		}
+		// Another workspace's admin cannot touch it.
+		other := MustUser(t, s, "other")
+		MustWorkspace(t, s, other)
+		Code(t, is.RevokeBotToken(ctx(t), other.ID, ws.ID, tok.ID), parley.ENOTFOUND)
+		_, err = is.ListBots(ctx(t), other.ID, ws.ID)
+		Code(t, err, parley.ENOTFOUND)
+
+		NoErr(t, is.RevokeBotToken(ctx(t), owner.ID, ws.ID, tok.ID))
+		_, err = s.SessionByToken(ctx(t), "hash-"+bot.User.ID)
+		Code(t, err, parley.EUNAUTHORIZED)
+		if n := len(rec.OfType(parley.EventSessionRevoked)); n != 1 {
+			t.Fatalf("%d session.revoked events, want 1", n)
+		}
+		NoErr(t, is.RevokeBot(ctx(t), owner.ID, ws.ID, bot.User.ID))
+		NoErr(t, is.RevokeBot(ctx(t), owner.ID, ws.ID, bot.User.ID)) // again: a no-op
+		bots, err := is.ListBots(ctx(t), owner.ID, ws.ID)
+		NoErr(t, err)
+		if len(bots) != 1 || bots[0].RevokedAt == nil || !bots[0].User.Deactivated {
+			t.Fatalf("bots after revoke: %+v", bots)
+		}
+		// Nobody logs in as a bot.
+		_, _, err = s.UserCredentials(ctx(t), bots[0].User.ID+"@bots.invalid")
+		Code(t, err, parley.ENOTFOUND)
+	})
+
+	register("Integrations/WebhooksAndAudit", func(t *testing.T, open Opener) {
+		s := open(t, &Recorder{})
+		is := integ(t, s)
+		owner, member := MustUser(t, s, "owner"), MustUser(t, s, "member")
+		ws := MustWorkspace(t, s, owner)
+		MustJoinWorkspace(t, s, ws, owner, member)
+		ch := MustChannel(t, s, ws, member, "ops", parley.KindPrivate)
+		// The channel's creator manages it; the owner is not even in it.
+		hook, err := is.CreateWebhook(ctx(t), member.ID, ch.ID, "CI", "secret-hash")
+		NoErr(t, err)
+		in, err := s.ChannelMember(ctx(t), hook.BotID, ch.ID)
+		if err != nil || !in {
+			t.Fatalf("webhook bot in channel: %v, %v", in, err)
+		}
+		got, err := is.WebhookByID(ctx(t), hook.ID)
+		NoErr(t, err)
+		if got.SecretHash != "secret-hash" || got.ChannelID != ch.ID || got.WorkspaceID != ws.ID {
+			t.Fatalf("webhook %+v", got)
+		}
+		m, _, err := s.PostMessage(ctx(t), hook.BotID, ch.ID, parley.NewMessage{Text: "build passed"})
+		NoErr(t, err)
+		if m.UserID != hook.BotID {
+			t.Fatalf("posted as %s", m.UserID)
+		}
+		for i := range 3 {
+			NoErr(t, is.Audit(ctx(t), ws.ID, parley.AuditEntry{BotID: hook.BotID, Action: "webhook.post", Target: ch.ID, Status: 200 + i}))
+		}
+		_, err = is.BotAudit(ctx(t), member.ID, ws.ID, "", "", 10)
+		Code(t, err, parley.EFORBIDDEN)
+		p1, err := is.BotAudit(ctx(t), owner.ID, ws.ID, hook.BotID, "", 2)
+		NoErr(t, err)
+		p2, err := is.BotAudit(ctx(t), owner.ID, ws.ID, hook.BotID, p1.NextCursor, 2)
+		NoErr(t, err)
+		if len(p1.Entries) != 2 || p1.Entries[0].Status != 202 || len(p2.Entries) != 1 || p2.Entries[0].Status != 200 || p2.NextCursor != "" {
+			t.Fatalf("audit pages %+v then %+v", p1, p2)
+		}
+		// The owner (an admin) may delete it without being in the channel.
+		NoErr(t, is.DeleteWebhook(ctx(t), owner.ID, ws.ID, hook.ID))
+		_, err = is.WebhookByID(ctx(t), hook.ID)
+		Code(t, err, parley.ENOTFOUND)
+	})
+
+	register("Integrations/CommandsAndResponses", func(t *testing.T, open Opener) {
+		rec := &Recorder{}
+		s := open(t, rec)
+		is := integ(t, s)
+		owner := MustUser(t, s, "owner")
+		ws := MustWorkspace(t, s, owner)
+		other := MustUser(t, s, "other")
+		wsB := MustWorkspace(t, s, other)
+		ch := MustChannel(t, s, ws, owner, "ops", parley.KindPublic)
+		newCmd := func(actor, wsID, name string) (*parley.Integration, error) {
+			return is.CreateIntegration(ctx(t), actor, wsID, parley.NewIntegration{Kind: parley.IntegrationCommand, Name: name,
+				URL: "https://example.com/" + name, SigningSecret: "k"})
+		}
+		cmd, err := newCmd(owner.ID, ws.ID, "/deploy")
+		NoErr(t, err)
+		_, err = newCmd(owner.ID, ws.ID, "deploy")
+		Code(t, err, parley.ECONFLICT)
+		_, err = newCmd(owner.ID, ws.ID, "me")
+		Code(t, err, parley.ECONFLICT)
+		_, err = newCmd(owner.ID, ws.ID, "Not Valid")
+		Code(t, err, parley.EINVALID)
+		_, err = newCmd(other.ID, ws.ID, "x")
+		Code(t, err, parley.ENOTFOUND)
+		// The same name in another workspace is another command.
+		_, err = newCmd(other.ID, wsB.ID, "deploy")
+		NoErr(t, err)
+		got, err := is.CommandByName(ctx(t), ws.ID, "deploy")
+		NoErr(t, err)
+		if got.ID != cmd.ID || got.SigningSecret != "k" || got.URL != "https://example.com//deploy" {
+			t.Fatalf("command %+v", got)
+		}
+		_, err = is.CreateIntegration(ctx(t), owner.ID, ws.ID, parley.NewIntegration{Kind: parley.IntegrationOutgoing, Name: "hook",
+			ChannelID: ch.ID, TriggerWords: []string{"deploy", " ", "!ship"}, URL: "ftp://nope", SigningSecret: "k"})
+		Code(t, err, parley.EINVALID)
+		out, err := is.CreateIntegration(ctx(t), owner.ID, ws.ID, parley.NewIntegration{Kind: parley.IntegrationOutgoing, Name: "hook",
+			ChannelID: ch.ID, TriggerWords: []string{"deploy", " ", "!ship"}, URL: "https://example.com/hook", SigningSecret: "k"})
+		NoErr(t, err)
+		hooks, err := is.OutgoingWebhooks(ctx(t), ws.ID)
+		NoErr(t, err)
+		if len(hooks) != 1 || !slices.Equal(hooks[0].TriggerWords, []string{"deploy", "!ship"}) || hooks[0].ID != out.ID {
+			t.Fatalf("outgoing %+v", hooks)
+		}
+
+		// response_url grants: a few uses, then gone.
+		grant := parley.CommandResponse{WorkspaceID: ws.ID, IntegrationID: cmd.ID, ChannelID: ch.ID, UserID: owner.ID}
+		NoErr(t, is.GrantResponse(ctx(t), "resp", grant, time.Now().Add(time.Hour), 2))
+		for range 2 {
+			r, err := is.UseResponse(ctx(t), "resp")
+			NoErr(t, err)
+			if r.BotID != cmd.BotID || r.UserID != owner.ID || r.ChannelID != ch.ID {
+				t.Fatalf("grant %+v", r)
+			}
+		}
+		_, err = is.UseResponse(ctx(t), "resp")
+		Code(t, err, parley.ENOTFOUND)
+		NoErr(t, is.GrantResponse(ctx(t), "old", grant, time.Now().Add(-time.Second), 5))
+		_, err = is.UseResponse(ctx(t), "old")
+		Code(t, err, parley.ENOTFOUND)
+
+		// Deleting the command ends its name and its grants.
+		NoErr(t, is.GrantResponse(ctx(t), "live", grant, time.Now().Add(time.Hour), 5))
+		NoErr(t, is.DeleteIntegration(ctx(t), owner.ID, ws.ID, cmd.ID))
+		_, err = is.CommandByName(ctx(t), ws.ID, "deploy")
+		Code(t, err, parley.ENOTFOUND)
+		_, err = is.UseResponse(ctx(t), "live")
+		Code(t, err, parley.ENOTFOUND)
+		_, err = newCmd(owner.ID, ws.ID, "deploy") // the name is free again
+		NoErr(t, err)
+
+		// Ephemeral messages go to the one user's topic, never stored.
+		NoErr(t, is.SendEphemeral(ctx(t), ws.ID, owner.ID, parley.EphemeralMessage{ID: "E1", ChannelID: ch.ID, Text: "only you"}))
+		evs := rec.OfType(parley.EventMessageEphemeral)
+		if len(evs) != 1 || !slices.Equal(evs[0].Topics, []string{parley.TopicUser(owner.ID)}) || evs[0].WorkspaceID != ws.ID || evs[0].Seq != 0 {
+			t.Fatalf("ephemeral events %+v", evs)
+		}
+	})
+}
