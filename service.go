@@ -314,5 +314,6 @@ type Store interface {
 	ThreadService
 	SearchService
 	SettingsService
+	LifecycleService
 	Close() error
 }
