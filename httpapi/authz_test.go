@@ -215,7 +215,9 @@ func authzRows() []authzRow {
 			},
 			want: [numPrincipals]int{s401, s404, s403, s404, s404}},
 		{method: "POST", pattern: "/workspaces/{ws}/members/{user_id}/deactivate",
-			path: func(f *authzFixture) string { return "/workspaces/" + f.wsA.ID + "/members/" + f.extra.ID + "/deactivate" },
+			path: func(f *authzFixture) string {
+				return "/workspaces/" + f.wsA.ID + "/members/" + f.extra.ID + "/deactivate"
+			},
 			want: [numPrincipals]int{s401, s404, s403, s200, s404},
 			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
 				var u parley.User
@@ -235,7 +237,9 @@ func authzRows() []authzRow {
 			},
 			want: [numPrincipals]int{s401, s404, s403, http.StatusBadRequest, s404}},
 		{method: "POST", pattern: "/workspaces/{ws}/members/{user_id}/reactivate",
-			path: func(f *authzFixture) string { return "/workspaces/" + f.wsA.ID + "/members/" + f.extra.ID + "/reactivate" },
+			path: func(f *authzFixture) string {
+				return "/workspaces/" + f.wsA.ID + "/members/" + f.extra.ID + "/reactivate"
+			},
 			want: [numPrincipals]int{s401, s404, s403, s200, s404}},
 		{method: "POST", pattern: "/workspaces/{ws}/owner", path: wsA("/owner"),
 			body: func(f *authzFixture) any { return map[string]string{"user_id": f.extra.ID} },
