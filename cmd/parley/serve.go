@@ -30,6 +30,7 @@ import (
 	"parley/natsbus"
 	"parley/nodes"
 	"parley/presence"
+	"parley/purge"
 	"parley/querycache"
 	"parley/recent"
 	"parley/sqlstore"
@@ -108,6 +109,9 @@ type node struct {
 	// recent buffers the hot channels' latest events and answers /events
 	// and /sync from them (package recent); the API reads through it.
 	recent *recent.Buffer
+	// purger removes deleted workspaces' files and rows in the
+	// background (package purge); Files is the files feature's hook.
+	purger *purge.Purger
 
 	apiLn, adminLn net.Listener // adminLn is nil when the admin listener is off
 
@@ -251,10 +255,18 @@ func (n *node) Run(ctx context.Context) (err error) {
 		return err
 	}
 
+	// Deleted workspaces: their purge resumes here after a restart. The
+	// files feature hooks its blob removal in as purge.Config.Files.
+	n.purger = purge.New(purge.Config{Store: n.guarded, Logger: log, Registerer: n.reg})
+	if err := n.purger.Resume(context.Background()); err != nil {
+		log.Warn("workspace purges not resumed", "err", err)
+	}
+
 	panics := promutil.Panics(n.reg)
 	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.guarded), Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config,
-		LiveNodes: func() int { return len(n.members.Live()) }})
+		LiveNodes:        func() int { return len(n.members.Live()) },
+		WorkspaceDeleted: n.purger.Start})
 	n.api = newHTTPServer(httpapi.Recover(log, panics, rootHandler(api.Handler(), n.gateway, webui.Dist())), writeTimeout, log)
 	n.serve("api", n.api, n.apiLn)
 	if n.adminLn != nil {
@@ -342,6 +354,9 @@ func (n *node) close() error {
 		}
 	} else if n.apiLn != nil {
 		n.apiLn.Close()
+	}
+	if n.purger != nil {
+		n.purger.Close() // stops between batches; resumed on the next start
 	}
 	if n.presence != nil {
 		n.presence.Close() // says goodbye on the bus
