@@ -268,7 +268,14 @@ export const CloseCode = {
 } as const;
 
 /** Close codes after which the client gives up instead of reconnecting. */
-export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([CloseCode.unknownOp, CloseCode.decodeError, CloseCode.authFailed, CloseCode.alreadyIdentified, CloseCode.accountDeactivated, CloseCode.workspaceGone]);
+export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([
+	CloseCode.unknownOp,
+	CloseCode.decodeError,
+	CloseCode.authFailed,
+	CloseCode.alreadyIdentified,
+	CloseCode.accountDeactivated,
+	CloseCode.workspaceGone,
+]);
 
 /**
  * Every event type a client may see, with how it travels: `durable` (in a
@@ -414,5 +421,6 @@ export type ConnectionStatus =
 	| 'connecting' // first connection in progress
 	| 'ready' // identified or resumed, caught up, live
 	| 'reconnecting' // lost the socket; retrying with backoff
-	| 'logged_out' // the token was refused or revoked (close 4004): log in again
+	| 'logged_out' // the token was refused or revoked (close 4004), or the account deactivated (4010): log in again
+	| 'workspace_gone' // removed from the workspace, or it was deleted (close 4011)
 	| 'failed'; // a protocol error the library cannot recover from
