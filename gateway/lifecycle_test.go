@@ -53,7 +53,15 @@ func TestDeactivateClosesSessionsOnEveryNode(t *testing.T) {
 	victims := sessionsOn(victim, ws, 5, e, n2)
 	second := e.login(victim.User) // a second token: revoked too
 	victims = append(victims, sessionsOn(second, ws, 2, e, n2)...)
-	others := sessionsOn(bystander, ws, 2, e, n2)
+	// The bystanders (one session per node) have the victim in view: they
+	// are told.
+	var others []*client
+	for _, nd := range []*env{e, n2} {
+		c, r := nd.identify(bystander, ws)
+		c.send(map[string]any{"op": "presence_sub", "user_ids": []string{victim.ID}})
+		nd.inView(r.SessionID, victim.ID)
+		others = append(others, c)
+	}
 
 	stop := poster(t, e, owner, general)
 	defer stop()
@@ -68,8 +76,15 @@ func TestDeactivateClosesSessionsOnEveryNode(t *testing.T) {
 			t.Fatalf("victim socket %d closed with %d, want %d", i, code, parley.CloseAccountDeactivated)
 		}
 	}
-	// The others keep getting the stream.
+	// The others keep getting the stream, and see the victim deactivated.
 	for _, c := range others {
+		d := c.waitEvents(parley.EventUserDeactivated, 1)[0]
+		var u struct {
+			User parley.User `json:"user"`
+		}
+		if err := jsonUnmarshal(d.D, &u); err != nil || u.User.ID != victim.ID || !u.User.Deactivated || u.User.Name != victim.Name {
+			t.Fatalf("user.deactivated %s: %v", d.D, err)
+		}
 		n := len(c.waitEvents(parley.EventMessageCreated, 1))
 		c.waitEvents(parley.EventMessageCreated, n+3)
 		if c.isClosed() {
@@ -86,7 +101,7 @@ func TestDeactivateClosesSessionsOnEveryNode(t *testing.T) {
 		}
 	}
 	waitUntil(t, "victim sessions gone", func() bool {
-		return e.gw.registry.len() == 2 && n2.gw.registry.len() == 2
+		return e.gw.registry.len() == 1 && n2.gw.registry.len() == 1
 	})
 }
 
