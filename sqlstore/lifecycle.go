@@ -366,8 +366,9 @@ func (s *Store) workspaceTables(ctx context.Context) ([]string, error) {
 	q := `SELECT m.name FROM sqlite_master m JOIN pragma_table_info(m.name) p
 		WHERE m.type = 'table' AND p.name = 'workspace_id'`
 	if s.dialect == Postgres {
-		q = `SELECT table_name FROM information_schema.columns
-			WHERE column_name = 'workspace_id' AND table_schema = current_schema()`
+		q = `SELECT c.table_name FROM information_schema.columns c
+			JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+			WHERE c.column_name = 'workspace_id' AND c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'`
 	}
 	rows, err := s.rdb.QueryContext(ctx, q)
 	if err != nil {

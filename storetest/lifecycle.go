@@ -328,3 +328,35 @@ func init() {
 		NoErr(t, err)
 	})
 }
+
+func init() {
+	registerHarness("Lifecycle/PurgeLeavesNoRows", func(t *testing.T, h Harness) {
+		s := h.Open(t, nil, nil)
+		tm := newLifecycleTeam(t, s)
+		ch := MustChannel(t, s, tm.ws, tm.owner, "doomed", parley.KindPublic)
+		_, err := s.JoinChannel(ctx(t), tm.member.ID, ch.ID)
+		NoErr(t, err)
+		root := MustPost(t, s, tm.owner, ch, "root")
+		_, _, err = s.PostMessage(ctx(t), tm.member.ID, ch.ID, parley.NewMessage{Text: "reply", ThreadRootID: root.ID})
+		NoErr(t, err)
+		_, err = s.AddReaction(ctx(t), tm.member.ID, root.ID, "tada")
+		NoErr(t, err)
+		_, err = s.Pin(ctx(t), tm.owner.ID, root.ID)
+		NoErr(t, err)
+		NoErr(t, s.DeleteWorkspace(ctx(t), tm.owner.ID, tm.ws.ID, tm.ws.Slug))
+		for {
+			done, err := s.PurgeWorkspace(ctx(t), tm.ws.ID, 2)
+			NoErr(t, err)
+			if done {
+				break
+			}
+		}
+		// The store held this workspace only: every table of it is empty.
+		for _, table := range []string{"workspaces", "orgs", "workspace_members", "channels", "channel_stats",
+			"channel_members", "messages", "reactions", "pins", "events", "threads", "thread_memberships", "mentions", "invites"} {
+			if n := h.Rows(t, s, table); n != 0 {
+				t.Errorf("%s has %d rows after the purge", table, n)
+			}
+		}
+	})
+}
