@@ -28,7 +28,8 @@ func IsDirectoryEvent(t string) bool {
 	case EventChannelCreated, EventChannelUpdated, EventChannelArchived, EventChannelDeleted,
 		EventMemberJoined, EventMemberLeft,
 		EventUserCreated, EventUserUpdated, EventUserDeactivated, EventUserStatus,
-		EventWorkspaceUpdated, EventWorkspaceMemberJoined, EventWorkspaceMemberLeft, EventWorkspaceMemberUpdated:
+		EventWorkspaceUpdated, EventWorkspaceMemberJoined, EventWorkspaceMemberLeft, EventWorkspaceMemberUpdated,
+		EventWorkspaceDeleted:
 		return true
 	}
 	return false

@@ -47,18 +47,20 @@ var (
 // WebSocket close codes of the gateway. The table CloseCodes says which of
 // them a session survives.
 const (
-	CloseNormal            = 1000 // the client is done
-	CloseGoingAway         = 1001 // the server is going away (after reconnect)
-	CloseFrameTooBig       = 1009
-	CloseUnknownError      = 4000 // a server-side failure
-	CloseUnknownOp         = 4001
-	CloseDecodeError       = 4002 // invalid JSON, a binary frame, a resume without session_id or seq
-	CloseNotIdentified     = 4003 // not identified in time, or an op before identify
-	CloseAuthFailed        = 4004 // authentication failed or revoked
-	CloseAlreadyIdentified = 4005 // a second identify or resume on one socket
-	CloseInvalidSeq        = 4007 // resume seq above the last s sent
-	CloseRateLimited       = 4008 // too many identifies, or an overloaded node
-	CloseSessionTimeout    = 4009 // too slow, heartbeats missed, or resumed elsewhere
+	CloseNormal             = 1000 // the client is done
+	CloseGoingAway          = 1001 // the server is going away (after reconnect)
+	CloseFrameTooBig        = 1009
+	CloseUnknownError       = 4000 // a server-side failure
+	CloseUnknownOp          = 4001
+	CloseDecodeError        = 4002 // invalid JSON, a binary frame, a resume without session_id or seq
+	CloseNotIdentified      = 4003 // not identified in time, or an op before identify
+	CloseAuthFailed         = 4004 // authentication failed or revoked
+	CloseAlreadyIdentified  = 4005 // a second identify or resume on one socket
+	CloseInvalidSeq         = 4007 // resume seq above the last s sent
+	CloseRateLimited        = 4008 // too many identifies, or an overloaded node
+	CloseSessionTimeout     = 4009 // too slow, heartbeats missed, or resumed elsewhere
+	CloseAccountDeactivated = 4010 // the account was deactivated (docs/lifecycle.md)
+	CloseWorkspaceGone      = 4011 // removed from the session's workspace, or it was deleted
 	// CloseClientReconnecting is sent by clients, never by the server: the
 	// client drops a socket it means to resume (a private-use code).
 	CloseClientReconnecting = 4900
@@ -94,6 +96,8 @@ var CloseCodes = []CloseCode{
 	{Code: CloseInvalidSeq, Name: "invalid_seq"},
 	{Code: CloseRateLimited, Name: "rate_limited", Resumable: true},
 	{Code: CloseSessionTimeout, Name: "session_timeout", Resumable: true},
+	{Code: CloseAccountDeactivated, Name: "account_deactivated", Fatal: true},
+	{Code: CloseWorkspaceGone, Name: "workspace_gone", Fatal: true},
 	{Code: CloseClientReconnecting, Name: "client_reconnecting", Resumable: true},
 }
 
@@ -193,6 +197,11 @@ const (
 	// close the sockets identified with a revoked token. Its d carries the
 	// token hash, never the token.
 	EventSessionRevoked = "session.revoked"
+	// EventWorkspaceDeleted is internal to the servers: the workspace was
+	// deleted, so gateways close its sessions (CloseWorkspaceGone) and
+	// the query caches drop it. It goes on the user topics of the members
+	// it had and on its directory topic.
+	EventWorkspaceDeleted = "workspace.deleted"
 
 	// The presence trackers' messages to each other (package presence).
 	// Their presence.changed, on a user's presence topic, is one node's
@@ -321,13 +330,13 @@ var EventTypes = []EventType{
 	{Type: EventDMOpened, Kind: EventBusOnly, Audience: AudienceOwn},
 	{Type: EventUserCreated, Kind: EventBusOnly, Audience: AudienceAdmins, Reserved: true},
 	{Type: EventUserUpdated, Kind: EventBusOnly, Audience: AudienceInView},
-	{Type: EventUserDeactivated, Kind: EventBusOnly, Audience: AudienceInView, Reserved: true},
+	{Type: EventUserDeactivated, Kind: EventBusOnly, Audience: AudienceInView},
 	{Type: EventUserStatus, Kind: EventBusOnly, Audience: AudienceInView},
 	{Type: EventPresenceChanged, Kind: EventEphemeral, Audience: AudienceInView},
 	{Type: EventTypingStarted, Kind: EventEphemeral, Audience: AudienceViewers},
 	{Type: EventWorkspaceUpdated, Kind: EventBusOnly, Audience: AudienceAdmins, Reserved: true},
 	{Type: EventWorkspaceMemberJoined, Kind: EventBusOnly, Audience: AudienceAdmins},
-	{Type: EventWorkspaceMemberLeft, Kind: EventBusOnly, Audience: AudienceAdmins, Reserved: true},
+	{Type: EventWorkspaceMemberLeft, Kind: EventBusOnly, Audience: AudienceAdmins},
 	{Type: EventPrefsUpdated, Kind: EventBusOnly, Audience: AudienceOwn, Reserved: true},
 	// emoji.added and emoji.removed: PROTOCOL.md names them, but there
 	// are no custom emoji yet, so nothing emits them.
@@ -337,6 +346,7 @@ var EventTypes = []EventType{
 
 	{Type: EventWorkspaceMemberUpdated, Kind: EventInternal, Audience: AudienceServers},
 	{Type: EventSessionRevoked, Kind: EventInternal, Audience: AudienceServers},
+	{Type: EventWorkspaceDeleted, Kind: EventInternal, Audience: AudienceServers},
 	{Type: EventPresenceQuery, Kind: EventInternal, Audience: AudienceServers},
 	{Type: EventPresenceState, Kind: EventInternal, Audience: AudienceServers},
 	{Type: EventPresenceAlive, Kind: EventInternal, Audience: AudienceServers},

@@ -57,6 +57,9 @@ type UserQuery struct {
 	Q      string
 	Cursor string
 	Limit  int
+	// IncludeDeactivated lists deactivated users too, marked as such (an
+	// admin's member list); by default the directory has only active ones.
+	IncludeDeactivated bool
 }
 
 // UserPage is one page of users.
@@ -331,5 +334,6 @@ type Store interface {
 	ThreadService
 	SearchService
 	SettingsService
+	LifecycleService
 	Close() error
 }

@@ -91,11 +91,16 @@ func (c *Client) UsersBatch(ctx context.Context, ids []string) ([]parley.User, e
 	return out.Users, err
 }
 
-// ListUsers pages through a workspace's directory, optionally filtered by q.
+// ListUsers pages through a workspace's directory, optionally filtered by q;
+// deactivated users only with q.IncludeDeactivated.
 func (c *Client) ListUsers(ctx context.Context, workspaceID string, q parley.UserQuery) (*parley.UserPage, error) {
 	var page parley.UserPage
+	v := pageQuery(q.Q, q.Cursor, q.Limit)
+	if q.IncludeDeactivated {
+		v.Set("include_deactivated", "true")
+	}
 	err := c.do(ctx, call{method: http.MethodGet, path: "/workspaces/" + esc(workspaceID) + "/users",
-		query: pageQuery(q.Q, q.Cursor, q.Limit), idempotent: true}, &page)
+		query: v, idempotent: true}, &page)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ type event struct {
 	z, ownZ *deflated
 
 	// Decoded from d for the events that change what a session follows.
-	userID    string             // member.*, channel.created (creator), typing.started, user.*, workspace.member_updated
+	userID    string             // member.*, channel.created (creator), typing.started, user.*, workspace.member_updated and _left
 	kind      parley.ChannelKind // channel.created
 	tokenHash string             // session.revoked
 	role      parley.Role        // workspace.member_updated
@@ -94,7 +94,7 @@ func newEvent(ev parley.Event, recv time.Time) *event {
 				e.memberCount = m.MemberCount
 			}
 		}
-	case parley.EventUserUpdated, parley.EventUserStatus:
+	case parley.EventUserUpdated, parley.EventUserStatus, parley.EventUserDeactivated:
 		var d struct {
 			User *struct {
 				ID string `json:"id"`
@@ -103,7 +103,7 @@ func newEvent(ev parley.Event, recv time.Time) *event {
 		if json.Unmarshal(ev.Data, &d) == nil && d.User != nil {
 			e.userID = d.User.ID
 		}
-	case parley.EventWorkspaceMemberUpdated:
+	case parley.EventWorkspaceMemberUpdated, parley.EventWorkspaceMemberLeft:
 		var d parley.WorkspaceMemberData
 		if json.Unmarshal(ev.Data, &d) == nil {
 			e.userID, e.role = d.UserID, d.Role

@@ -292,6 +292,33 @@ func (p *partition) deliverTo(s *session, e *event, kind parley.TopicKind) {
 			p.setAdmin(s, e.role.IsAdmin())
 		}
 		return
+	case parley.EventUserDeactivated:
+		// The account is gone: its own sessions close (its tokens are
+		// revoked already); others see the user marked deactivated.
+		if e.userID == s.userID {
+			p.kill(s, parley.CloseAccountDeactivated, "account deactivated")
+			return
+		}
+		if kind == parley.TopicKindProfile {
+			p.enqueue(s, e)
+		}
+		return
+	case parley.EventWorkspaceMemberLeft:
+		// Removed from the workspace: the member.left of each of its
+		// channels came first on the same user topic; the session has
+		// nothing left to follow. Admins get the event.
+		if e.userID == s.userID {
+			p.kill(s, parley.CloseWorkspaceGone, "removed from the workspace")
+			return
+		}
+		p.enqueue(s, e)
+		return
+	case parley.EventWorkspaceDeleted:
+		// Internal to the servers: every session of the workspace closes
+		// (the user topic carries it; deliverTo's first check keeps it to
+		// the sessions of that workspace).
+		p.kill(s, parley.CloseWorkspaceGone, "workspace deleted")
+		return
 	}
 	if !e.durable() {
 		p.enqueue(s, e)

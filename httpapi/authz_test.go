@@ -252,6 +252,58 @@ func authzRows() []authzRow {
 			path: func(f *authzFixture) string { return "/workspaces/" + f.wsA.ID + "/members/" + f.extra.ID + "/role" },
 			body: body(map[string]string{"role": "admin"}),
 			want: [numPrincipals]int{s401, s404, s403, s204, s404}},
+		// Lifecycle (docs/lifecycle.md): admins of A act on members of A
+		// only; the owner alone transfers and deletes.
+		{method: "DELETE", pattern: "/workspaces/{ws}",
+			path: func(f *authzFixture) string { return "/workspaces/" + f.wsA.ID + "?confirm=" + f.wsA.Slug },
+			want: [numPrincipals]int{s401, s404, s403, http.StatusAccepted, s404}},
+		{method: "DELETE", pattern: "/workspaces/{ws}", variant: "wrong confirm",
+			path: wsA("?confirm=nope"),
+			want: [numPrincipals]int{s401, s404, s403, http.StatusBadRequest, s404}},
+		{method: "DELETE", pattern: "/workspaces/{ws}", variant: "other workspace's slug",
+			path: func(f *authzFixture) string { return "/workspaces/" + f.wsA.ID + "?confirm=" + f.wsB.Slug },
+			want: [numPrincipals]int{s401, s404, s403, http.StatusBadRequest, s404}},
+		{method: "DELETE", pattern: "/workspaces/{ws}/members/{user_id}",
+			path: func(f *authzFixture) string { return "/workspaces/" + f.wsA.ID + "/members/" + f.extra.ID },
+			want: [numPrincipals]int{s401, s404, s403, s204, s404}},
+		{method: "DELETE", pattern: "/workspaces/{ws}/members/{user_id}", variant: "user of another workspace",
+			path: func(f *authzFixture) string {
+				return "/workspaces/" + f.wsA.ID + "/members/" + f.users[otherAdmin].ID
+			},
+			want: [numPrincipals]int{s401, s404, s403, s404, s404}},
+		{method: "POST", pattern: "/workspaces/{ws}/members/{user_id}/deactivate",
+			path: func(f *authzFixture) string {
+				return "/workspaces/" + f.wsA.ID + "/members/" + f.extra.ID + "/deactivate"
+			},
+			want: [numPrincipals]int{s401, s404, s403, s200, s404},
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				var u parley.User
+				r.decode(t, &u)
+				if !u.Deactivated || u.ID != f.extra.ID {
+					t.Errorf("deactivate answered %+v", u)
+				}
+			}},
+		{method: "POST", pattern: "/workspaces/{ws}/members/{user_id}/deactivate", variant: "user of another workspace",
+			path: func(f *authzFixture) string {
+				return "/workspaces/" + f.wsA.ID + "/members/" + f.users[otherAdmin].ID + "/deactivate"
+			},
+			want: [numPrincipals]int{s401, s404, s403, s404, s404}},
+		{method: "POST", pattern: "/workspaces/{ws}/members/{user_id}/deactivate", variant: "the owner",
+			path: func(f *authzFixture) string {
+				return "/workspaces/" + f.wsA.ID + "/members/" + f.users[admin].ID + "/deactivate"
+			},
+			want: [numPrincipals]int{s401, s404, s403, http.StatusBadRequest, s404}},
+		{method: "POST", pattern: "/workspaces/{ws}/members/{user_id}/reactivate",
+			path: func(f *authzFixture) string {
+				return "/workspaces/" + f.wsA.ID + "/members/" + f.extra.ID + "/reactivate"
+			},
+			want: [numPrincipals]int{s401, s404, s403, s200, s404}},
+		{method: "POST", pattern: "/workspaces/{ws}/owner", path: wsA("/owner"),
+			body: func(f *authzFixture) any { return map[string]string{"user_id": f.extra.ID} },
+			want: [numPrincipals]int{s401, s404, s403, s204, s404}},
+		{method: "POST", pattern: "/workspaces/{ws}/owner", variant: "user of another workspace", path: wsA("/owner"),
+			body: func(f *authzFixture) any { return map[string]string{"user_id": f.users[otherAdmin].ID} },
+			want: [numPrincipals]int{s401, s404, s403, s404, s404}},
 		{method: "GET", pattern: "/workspaces/{ws}/users", path: wsA("/users"), want: inA},
 		{method: "GET", pattern: "/workspaces/{ws}/switcher", path: wsA("/switcher?q="), want: inA,
 			check: func(t *testing.T, f *authzFixture, p principal, r *response) {

@@ -72,6 +72,11 @@ type Config struct {
 	// membership): each node enforces its share of the cluster-wide join
 	// rate (joinlimit.go). Nil: one node.
 	LiveNodes func() int
+	// WorkspaceDeleted is called after a workspace was deleted
+	// (DELETE /workspaces/{ws}): the node purges its files and rows in
+	// the background (purge.Purger.Start). Nil: they stay until a node's
+	// purger resumes the purge.
+	WorkspaceDeleted func(workspaceID string)
 
 	// Integrations keeps bots, webhooks, commands and the bot audit log
 	// (integrations.go). Nil: the integration routes answer 503.
@@ -111,9 +116,11 @@ type Server struct {
 	rl         *limiters
 	joins      *joinLimiter
 
-	wsURL  func(workspaceID string) string // nil: the request's host
-	dir    parley.DirectoryQueries
-	limits parley.BootLimits
+	wsURL func(workspaceID string) string // nil: the request's host
+	// workspaceDeleted starts a deleted workspace's purge; nil: none.
+	workspaceDeleted func(workspaceID string)
+	dir              parley.DirectoryQueries
+	limits           parley.BootLimits
 
 	integ *integ // bots, webhooks, commands (integrations.go)
 
@@ -157,6 +164,7 @@ func New(cfg Config) *Server {
 	}
 	s.panics = promutil.Panics(cfg.Registerer).WithLabelValues("http")
 	s.testRoutes = cfg.testRoutes
+	s.workspaceDeleted = cfg.WorkspaceDeleted
 	s.rl = newLimiters(cfg, s.metrics.rejectedVec())
 	s.joins = newJoinLimiter(cfg, cfg.Registerer, s.log)
 	s.integ = newInteg(cfg, s)

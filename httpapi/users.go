@@ -117,8 +117,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *caller) error 
 	if err != nil {
 		return err
 	}
-	if !ok || u.Deactivated {
+	if !ok {
 		return errBadCredentials
+	}
+	if u.Deactivated {
+		// Said only to someone who knows the password (docs/lifecycle.md).
+		return parley.Errorf(parley.EFORBIDDEN, "this account is deactivated; ask a workspace admin to reactivate it")
 	}
 	token, err := s.newSession(r, u.ID)
 	if err != nil {

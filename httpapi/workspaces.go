@@ -107,6 +107,7 @@ func (s *Server) listWorkspaceUsers(w http.ResponseWriter, r *http.Request, c *c
 	q := r.URL.Query()
 	page, err := s.dir.Directory(r.Context(), c.UserID, r.PathValue("ws"), parley.UserQuery{
 		Q: q.Get("q"), Cursor: q.Get("cursor"), Limit: limit,
+		IncludeDeactivated: q.Get("include_deactivated") == "true",
 	})
 	if err != nil {
 		return err

@@ -219,13 +219,13 @@ func (w *contractWorld) cases() []contractCase {
 				h.MemberCount, renderUsers(h.MembersPreview)), nil
 		}
 	}
-	directory := func(actor *parley.User, ws *parley.Workspace, q string, limit int) func(parley.DirectoryQueries) (string, error) {
+	directoryOf := func(actor *parley.User, ws *parley.Workspace, q string, limit int, all bool) func(parley.DirectoryQueries) (string, error) {
 		// Every page, following the cursors.
 		return func(dq parley.DirectoryQueries) (string, error) {
 			var pages []string
 			cursor := ""
 			for range 10 {
-				p, err := dq.Directory(bgCtx, actor.ID, ws.ID, parley.UserQuery{Q: q, Limit: limit, Cursor: cursor})
+				p, err := dq.Directory(bgCtx, actor.ID, ws.ID, parley.UserQuery{Q: q, Limit: limit, Cursor: cursor, IncludeDeactivated: all})
 				if err != nil {
 					return "", err
 				}
@@ -236,6 +236,9 @@ func (w *contractWorld) cases() []contractCase {
 			}
 			return strings.Join(pages, " | "), nil
 		}
+	}
+	directory := func(actor *parley.User, ws *parley.Workspace, q string, limit int) func(parley.DirectoryQueries) (string, error) {
+		return directoryOf(actor, ws, q, limit, true)
 	}
 	ids := func(us ...*parley.User) []string {
 		out := make([]string, len(us))
@@ -284,7 +287,10 @@ func (w *contractWorld) cases() []contractCase {
 		{"header guest public", header(w.gwen, w.openPlan), "error " + parley.ENOTFOUND},
 		{"header other workspace", header(w.xavier, w.planning), "error " + parley.ENOTFOUND},
 
-		// The directory: by handle, deactivated people listed and marked.
+		// The directory: by handle, without deactivated people by default.
+		{"directory active p", directoryOf(w.olga, w.ws, "p", 2, false), "gwen pat | patricia paul"},
+		{"directory active all", directoryOf(w.gwen, w.ws, "", 3, false), "gwen olga pat | patricia paul spq"},
+		// With include_deactivated, listed and marked.
 		{"directory p", directory(w.olga, w.ws, "p", 2), "gwen pat | patricia paul | pdave(off)"},
 		{"directory all", directory(w.gwen, w.ws, "", 3), "gwen olga pat | patricia paul pdave(off) | spq"},
 		{"directory name word", directory(w.olga, w.ws, "@smi", 10), "paul"},

@@ -37,6 +37,9 @@ func (c *Cache) onEvent(ev parley.Event) {
 	switch {
 	case w == nil:
 		return // evicted, or a message left over from an old subscription
+	case ev.Type == parley.EventWorkspaceDeleted:
+		c.evictLocked(w, "deleted")
+		return
 	case !w.ready.Load():
 		w.pending = append(w.pending, ev)
 		return

@@ -35,7 +35,7 @@ func newMetrics(reg prometheus.Registerer, c *Cache) *metrics {
 		}),
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_querycache_evictions_total",
-			Help: "Workspaces dropped from the query cache, by reason (idle, resync).",
+			Help: "Workspaces dropped from the query cache, by reason (idle, resync, deleted).",
 		}, []string{"reason"}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_querycache_resyncs_total",

@@ -208,7 +208,7 @@ func (w *workspace) preview(ch *channel, n int) []uint32 {
 // Directory pages a workspace's users by handle, as the store's
 // ListWorkspaceUsers does (same filter, order and cursors): q matches a
 // prefix of the handle, of the name or of a word of the name; deactivated
-// users are listed, marked as such.
+// users are left out unless uq.IncludeDeactivated.
 func (c *Cache) Directory(ctx context.Context, actor, workspaceID string, uq parley.UserQuery) (*parley.UserPage, error) {
 	c.metrics.queries.WithLabelValues("directory").Inc()
 	after, err := decodeCursor(uq.Cursor)
@@ -228,7 +228,22 @@ func (c *Cache) Directory(ctx context.Context, actor, workspaceID string, uq par
 	if _, ok := w.actor(actor); !ok {
 		return nil, wsNotFound()
 	}
-	idxs := w.directoryPage(term, after, limit+1)
+	// Deactivated users are skipped unless asked for: page on until
+	// limit+1 are found or the index is exhausted.
+	var idxs []uint32
+	for cur := after; ; {
+		want := limit + 1 - len(idxs)
+		got := w.directoryPage(term, cur, want)
+		for _, u := range got {
+			if uq.IncludeDeactivated || !w.users[u].rec.Load().deactivated {
+				idxs = append(idxs, u)
+			}
+		}
+		if len(got) < want || len(idxs) > limit {
+			break
+		}
+		cur = w.keys[got[len(got)-1]].handle
+	}
 	page := &parley.UserPage{Users: make([]parley.User, 0, min(len(idxs), limit))}
 	for _, u := range idxs[:min(len(idxs), limit)] {
 		page.Users = append(page.Users, w.users[u].rec.Load().user(now))

@@ -344,7 +344,8 @@ func (s *Store) UsersBatch(ctx context.Context, actor string, ids []string) ([]p
 
 // ListWorkspaceUsers pages a workspace's directory by handle. q matches a
 // case-insensitive prefix of the handle, of the name, or of any word of the
-// name. Deactivated users are listed, marked as such.
+// name. Deactivated users are left out unless q.IncludeDeactivated, and
+// then marked as such.
 func (s *Store) ListWorkspaceUsers(ctx context.Context, actor, workspaceID string, q parley.UserQuery) (*parley.UserPage, error) {
 	if _, err := workspaceRole(ctx, s.rdb, workspaceID, actor); err != nil {
 		return nil, err
@@ -356,6 +357,9 @@ func (s *Store) ListWorkspaceUsers(ctx context.Context, actor, workspaceID strin
 	limit := parley.ClampLimit(q.Limit)
 	args := []any{workspaceID, after}
 	where := `wm.workspace_id = $1 AND u.handle > $2`
+	if !q.IncludeDeactivated {
+		where += ` AND u.deactivated_at IS NULL`
+	}
 	if term := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(q.Q), "@")); term != "" {
 		p := escapeLike(term)
 		args = append(args, p+"%", "% "+p+"%")

@@ -107,3 +107,10 @@ func NoErr(tb testing.TB, err error) {
 		tb.Fatalf("unexpected error: %v", err)
 	}
 }
+
+// Reset forgets the events published so far.
+func (r *Recorder) Reset() {
+	r.mu.Lock()
+	r.events = nil
+	r.mu.Unlock()
+}

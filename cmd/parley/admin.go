@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"parley"
 	"parley/hot"
 )
 
@@ -16,8 +17,9 @@ import (
 const healthTimeout = 2 * time.Second
 
 // adminHandler serves the admin listener: Prometheus metrics, pprof, the
-// live configuration (GET|PUT /config), the hot channels (GET /hot) and the liveness and readiness
-// checks. It is meant for operators and scrapers only, which is why it has
+// live configuration (GET|PUT /config), the hot channels (GET /hot), the
+// server operator's account switch (POST /users/{id}/deactivate and
+// /reactivate, docs/lifecycle.md) and the liveness and readiness checks. It is meant for operators and scrapers only, which is why it has
 // its own (loopback by default) address.
 func (n *node) adminHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -33,6 +35,8 @@ func (n *node) adminHandler() http.Handler {
 	mux.Handle("/config", n.config.Handler())
 	mux.Handle("GET /hot", hot.AdminHandler(n.hot))
 	n.dir.adminRoutes(mux)
+	mux.HandleFunc("POST /users/{id}/deactivate", n.operatorDeactivate(true))
+	mux.HandleFunc("POST /users/{id}/reactivate", n.operatorDeactivate(false))
 	mux.HandleFunc("GET /healthz", n.healthz)
 	mux.HandleFunc("GET /readyz", n.readyz)
 	return mux
@@ -78,4 +82,29 @@ func writeHealth(w http.ResponseWriter, status int, problem string) {
 		body = map[string]string{"status": "unavailable", "error": problem}
 	}
 	json.NewEncoder(w).Encode(body)
+}
+
+// operatorDeactivate deactivates or reactivates an account as the server
+// operator: whoever reaches the admin listener is one. It is for accounts
+// no single workspace admin may switch (members of several workspaces).
+func (n *node) operatorDeactivate(deactivated bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		u, err := n.guarded.OperatorSetDeactivated(r.Context(), r.PathValue("id"), deactivated)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if err != nil {
+			status := http.StatusInternalServerError
+			switch parley.ErrorCode(err) {
+			case parley.ENOTFOUND:
+				status = http.StatusNotFound
+			case parley.EFORBIDDEN:
+				status = http.StatusForbidden
+			}
+			w.WriteHeader(status)
+			json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		n.log.Info("operator changed an account", "user_id", u.ID, "deactivated", u.Deactivated)
+		json.NewEncoder(w).Encode(u)
+	}
 }

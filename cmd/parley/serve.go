@@ -30,6 +30,7 @@ import (
 	"parley/natsbus"
 	"parley/nodes"
 	"parley/presence"
+	"parley/purge"
 	"parley/querycache"
 	"parley/recent"
 	"parley/sqlstore"
@@ -108,6 +109,9 @@ type node struct {
 	// recent buffers the hot channels' latest events and answers /events
 	// and /sync from them (package recent); the API reads through it.
 	recent *recent.Buffer
+	// purger removes deleted workspaces' files and rows in the
+	// background (package purge); Files is the files feature's hook.
+	purger *purge.Purger
 
 	// dir is the tenant directory's parts (directory.go); nil when off.
 	dir *nodeDirectory
@@ -272,10 +276,19 @@ func (n *node) Run(ctx context.Context) (err error) {
 		return err
 	}
 
+	// Deleted workspaces: their purge resumes here after a restart. The
+	// files feature hooks its blob removal in as purge.Config.Files.
+	n.purger = purge.New(purge.Config{Store: n.guarded, Logger: log, Registerer: n.reg})
+	if err := n.purger.Resume(context.Background()); err != nil {
+		log.Warn("workspace purges not resumed", "err", err)
+	}
+
 	panics := promutil.Panics(n.reg)
 	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.guarded), Exporter: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config,
-		LiveNodes: func() int { return len(n.members.Live()) }, Integrations: n.store})
+		LiveNodes:        func() int { return len(n.members.Live()) },
+		Integrations:     n.store,
+		WorkspaceDeleted: n.purger.Start})
 	n.api = newHTTPServer(httpapi.Recover(log, panics, rootHandler(api.Handler(), n.gateway, webui.Dist())), writeTimeout, log)
 	n.serve("api", n.api, n.apiLn)
 	if n.adminLn != nil {
@@ -363,6 +376,9 @@ func (n *node) close() error {
 		}
 	} else if n.apiLn != nil {
 		n.apiLn.Close()
+	}
+	if n.purger != nil {
+		n.purger.Close() // stops between batches; resumed on the next start
 	}
 	if n.presence != nil {
 		n.presence.Close() // says goodbye on the bus

@@ -274,9 +274,39 @@ export class Api {
 		return this.request('PUT', `/workspaces/${seg(ws)}/members/${seg(userId)}/role`, { role });
 	}
 
-	/** The workspace directory, a page at a time (q filters by name/handle). */
-	listUsers(ws: string, q: { q?: string } & PageQuery = {}): Promise<ListOf<'users', User>> {
-		return this.request('GET', `/workspaces/${seg(ws)}/users${query({ ...q })}`);
+	/**
+	 * The workspace directory, a page at a time (q filters by name/handle).
+	 * Deactivated users only with include_deactivated (an admin's list).
+	 */
+	listUsers(ws: string, q: { q?: string; include_deactivated?: boolean } & PageQuery = {}): Promise<ListOf<'users', User>> {
+		const { include_deactivated, ...rest } = q;
+		return this.request('GET', `/workspaces/${seg(ws)}/users${query({ ...rest, include_deactivated: include_deactivated ? 'true' : undefined })}`);
+	}
+
+	// ---- lifecycle (docs/lifecycle.md) ----------------------------------
+
+	/** Deactivate a member's account: their sockets close with 4010, their tokens stop working. */
+	deactivateUser(ws: string, userId: string): Promise<User> {
+		return this.request('POST', `/workspaces/${seg(ws)}/members/${seg(userId)}/deactivate`, undefined, { idempotent: true });
+	}
+
+	reactivateUser(ws: string, userId: string): Promise<User> {
+		return this.request('POST', `/workspaces/${seg(ws)}/members/${seg(userId)}/reactivate`, undefined, { idempotent: true });
+	}
+
+	/** Remove a member from the workspace and every channel of it. */
+	removeWorkspaceMember(ws: string, userId: string): Promise<void> {
+		return this.request('DELETE', `/workspaces/${seg(ws)}/members/${seg(userId)}`);
+	}
+
+	/** Make userId the owner; the caller (the owner) becomes an admin. */
+	transferOwnership(ws: string, userId: string): Promise<void> {
+		return this.request('POST', `/workspaces/${seg(ws)}/owner`, { user_id: userId });
+	}
+
+	/** Delete the workspace (owner only); confirm is its slug, typed by the owner. */
+	deleteWorkspace(ws: string, confirm: string): Promise<{ workspace_id: string; status: string }> {
+		return this.request('DELETE', `/workspaces/${seg(ws)}${query({ confirm })}`);
 	}
 
 	/** Quick switcher: ranked channels and people matching q. */

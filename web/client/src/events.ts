@@ -157,6 +157,7 @@ export function eventHandlers(p: Parts): Record<string, EventHandler> {
 			if (d.channel) p.channels.add(d.channel, true);
 		},
 		'user.updated': userChanged,
+		'user.deactivated': userChanged,
 		'user.status': userChanged,
 		'workspace.member_joined': userChanged,
 		'presence.changed': ({ d }) => {

@@ -337,11 +337,18 @@ export class Gateway {
 		this.live = false;
 		this.clearTimers();
 		if (!this.started) return;
-		if (code === CloseCode.authFailed) {
-			this.log('gateway: authentication refused or revoked (4004)');
+		if (code === CloseCode.authFailed || code === CloseCode.accountDeactivated) {
+			this.log(`gateway: authentication refused or revoked (${code})`);
 			this.started = false;
 			this.sessionId = undefined;
 			this.setStatus('logged_out');
+			return;
+		}
+		if (code === CloseCode.workspaceGone) {
+			this.log('gateway: removed from the workspace, or it was deleted (4011)');
+			this.started = false;
+			this.sessionId = undefined;
+			this.setStatus('workspace_gone');
 			return;
 		}
 		if (FATAL_CLOSE_CODES.has(code)) {

@@ -261,12 +261,23 @@ export const CloseCode = {
 	invalidSeq: 4007,
 	rateLimited: 4008,
 	sessionTimeout: 4009,
+	/** The account was deactivated (docs/lifecycle.md). */
+	accountDeactivated: 4010,
+	/** Removed from the session's workspace, or it was deleted. */
+	workspaceGone: 4011,
 	/** Sent by clients only: a socket dropped to be resumed. */
 	clientReconnecting: 4900,
 } as const;
 
 /** Close codes after which the client gives up instead of reconnecting. */
-export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([CloseCode.unknownOp, CloseCode.decodeError, CloseCode.authFailed, CloseCode.alreadyIdentified]);
+export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([
+	CloseCode.unknownOp,
+	CloseCode.decodeError,
+	CloseCode.authFailed,
+	CloseCode.alreadyIdentified,
+	CloseCode.accountDeactivated,
+	CloseCode.workspaceGone,
+]);
 
 /**
  * Every event type a client may see, with how it travels: `durable` (in a
@@ -413,7 +424,8 @@ export type ConnectionStatus =
 	| 'connecting' // first connection in progress
 	| 'ready' // identified or resumed, caught up, live
 	| 'reconnecting' // lost the socket; retrying with backoff
-	| 'logged_out' // the token was refused or revoked (close 4004): log in again
+	| 'logged_out' // the token was refused or revoked (close 4004), or the account deactivated (4010): log in again
+	| 'workspace_gone' // removed from the workspace, or it was deleted (close 4011)
 	| 'failed'; // a protocol error the library cannot recover from
 
 // ---- integrations (docs/integrations.md) ------------------------------

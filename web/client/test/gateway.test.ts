@@ -306,6 +306,17 @@ describe('Gateway', () => {
 		expect(srv.conns).toHaveLength(1);
 	});
 
+	it.each([
+		[4010, 'logged_out'],
+		[4011, 'workspace_gone'],
+	] as const)('gives up on close %i (lifecycle): status %s, no reconnect', async (code, status) => {
+		const h = connect({});
+		await ready(h);
+		srv.closeSocket(srv.session(), code, 'lifecycle');
+		await srv.waitFor(() => h.gw.status === status, status);
+		expect(h.statuses).not.toContain('reconnecting');
+	});
+
 	it('reconnects after a close that is resumable (4009) and honours reconnect retry_after_ms', async () => {
 		const h = connect({}, { random: () => 0 });
 		await ready(h);

@@ -33,7 +33,7 @@ export type View = 'channel' | 'threads' | 'directory' | 'search' | 'browse';
 export type Panel = { kind: 'thread'; rootId: string } | { kind: 'members' } | { kind: 'profile'; userId: string } | { kind: 'pins' } | null;
 export type Dialog = 'switcher' | 'invite' | 'create-channel' | 'integrations' | FeatureDialog | null;
 /** The dialogs of pins, group DMs, channel settings and the profile menu. */
-export type FeatureDialog = 'new-message' | 'channel-settings' | 'edit-profile' | 'set-status' | 'preferences';
+export type FeatureDialog = 'new-message' | 'channel-settings' | 'edit-profile' | 'set-status' | 'preferences' | 'delete-workspace';
 
 function store(): Storage | undefined {
 	try {
@@ -552,6 +552,12 @@ class App {
 		return this.s?.workspace?.id;
 	}
 
+	/** Whether the user administers the open workspace (owner or admin). */
+	get isAdmin(): boolean {
+		const r = this.s?.workspace?.role;
+		return r === 'owner' || r === 'admin';
+	}
+
 	/** The open session's Api. */
 	private sessionApi(): Api {
 		if (!this.session) throw new Error('parley: no workspace is open');
@@ -569,7 +575,7 @@ class App {
 		const ws = this.workspaceId;
 		return ws
 			? this.sessionApi()
-					.listUsers(ws, { q, cursor, limit: 48 })
+					.listUsers(ws, { q, cursor, limit: 48, include_deactivated: this.isAdmin })
 					.then((p) => {
 						this.session?.addUsers(p.users);
 						return p;
@@ -593,6 +599,42 @@ class App {
 	createInvite() {
 		const ws = this.workspaceId;
 		return ws ? this.sessionApi().createInvite(ws) : null;
+	}
+
+	// ---- lifecycle (docs/lifecycle.md): admins act on members ----------------
+
+	/** Deactivate or reactivate a member of the open workspace; the cache gets the new user. */
+	async setDeactivated(userId: string, deactivated: boolean) {
+		const ws = this.workspaceId;
+		if (!ws) return;
+		const api = this.sessionApi();
+		const u = deactivated ? await api.deactivateUser(ws, userId) : await api.reactivateUser(ws, userId);
+		this.session?.addUsers([u]);
+	}
+
+	/** Remove a member from the open workspace (and every channel of it). */
+	async removeMember(userId: string) {
+		const ws = this.workspaceId;
+		if (ws) await this.sessionApi().removeWorkspaceMember(ws, userId);
+	}
+
+	/** Hand the open workspace to another member; the caller becomes an admin. */
+	async transferOwnership(userId: string) {
+		const ws = this.workspaceId;
+		if (!ws) return;
+		await this.sessionApi().transferOwnership(ws, userId);
+		const w = this.s?.workspace;
+		if (w) this.workspaces = this.workspaces.map((x) => (x.id === w.id ? { ...x, role: 'admin' } : x));
+	}
+
+	/** Delete the open workspace (owner; confirm is its slug) and go back to the picker. */
+	async deleteWorkspace(confirm: string) {
+		const ws = this.workspaceId;
+		if (!ws) return;
+		await this.sessionApi().deleteWorkspace(ws, confirm);
+		this.workspaces = this.workspaces.filter((w) => w.id !== ws);
+		this.dialog = null;
+		this.switchWorkspace();
 	}
 
 	/** A page of a channel's members; authors not cached yet are looked up. */
