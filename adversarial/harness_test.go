@@ -60,7 +60,7 @@ func newNode(t *testing.T, d sqlstore.Dialect) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := httpapi.New(httpapi.Config{Store: st, Directory: st.Directory(), Integrations: st, Logger: quietLogger(), Registerer: reg,
+	server := httpapi.New(httpapi.Config{Store: st, Exporter: st, Directory: st.Directory(), Integrations: st, Logger: quietLogger(), Registerer: reg,
 		Rates: parley.LiveRatesOff()})
 	// As cmd/parley routes: the gateway's path to the gateway, the rest to
 	// the API as sent (no ServeMux in front to clean paths).

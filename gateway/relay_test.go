@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"parley"
+	"parley/gateway/order"
 	"parley/internal/testpg"
 	"parley/sqlstore"
 )
@@ -173,6 +174,13 @@ func TestRelayOffLeavesTheTailUnseen(t *testing.T) {
 	ch := e.channel(ws, poster, "crash", parley.KindPublic)
 	e.addMembers(poster, ch, viewer)
 	c, _ := e.identify(viewer, ws)
+	// The node's subscription to the channel starts with a catch-up read
+	// of its log (hub.acquire), which may run after the ready frame: had it
+	// not yet read when the lost post commits, it would fetch that post,
+	// rightly. Wait for it, so that only the bus could bring the post.
+	waitUntil(t, "the node's catch-up of the channel", func() bool {
+		return e.gw.hub.seq.(*order.Sequencer).Settled(ch.ID)
+	})
 	var drop atomic.Bool
 	drop.Store(true)
 	e.store.SetPublishFailpoint(func(ev parley.Event) bool {

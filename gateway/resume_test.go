@@ -93,6 +93,9 @@ func TestResumeAfterDrop(t *testing.T) {
 	if f := c2.next(); f.Op != "resumed" || f.Replayed != 20 {
 		t.Fatalf("after the replay: %+v", f)
 	}
+	// The resume is counted once attach has returned, which is after the
+	// "resumed" frame left: wait for the count, then check it is the only one.
+	waitUntil(t, "the resume counted", func() bool { return resumeSources(t, e.reg)["buffer"] == 1 })
 	if src := resumeSources(t, e.reg); src["buffer"] != 1 || src["handover"] != 0 || src["sync"] != 0 {
 		t.Fatalf("resume sources %v, want one from the buffer", src)
 	}
@@ -233,6 +236,7 @@ func TestResumeOnAnotherNode(t *testing.T) {
 	if e.gw.registry.get(ready.SessionID) != nil {
 		t.Fatal("n1 still holds the session")
 	}
+	waitUntil(t, "n2's resume counted", func() bool { return resumeSources(t, n2.reg)["handover"] == 1 })
 	if src := resumeSources(t, n2.reg); src["handover"] != 1 || src["buffer"] != 0 || src["sync"] != 0 {
 		t.Fatalf("n2's resume sources %v, want one handover", src)
 	}
@@ -261,6 +265,7 @@ func TestResumeOnAnotherNode(t *testing.T) {
 	if src := resumeSources(t, n2.reg); src["sync"] != 1 {
 		t.Fatalf("n2's resume sources %v, want one sent to /sync", src)
 	}
+	waitUntil(t, "n1's resume counted", func() bool { return resumeSources(t, e.reg)["handover"] == 1 })
 	if src := resumeSources(t, e.reg); src["handover"] != 1 {
 		t.Fatalf("n1's resume sources %v, want one handover (back from n2)", src)
 	}

@@ -133,9 +133,10 @@ func slackRef(ref string, handles, channels map[string]string) string {
 	case strings.HasPrefix(target, "!"):
 		cmd := target[1:]
 		switch {
-		case cmd == "here" || cmd == "channel" || cmd == "everyone":
+		case cmd == parley.MentionHere || cmd == parley.MentionChannel || cmd == parley.MentionEveryone:
 			return "@" + cmd
-		case strings.HasPrefix(cmd, "here|"), strings.HasPrefix(cmd, "channel|"), strings.HasPrefix(cmd, "everyone|"):
+		case strings.HasPrefix(cmd, parley.MentionHere+"|"), strings.HasPrefix(cmd, parley.MentionChannel+"|"),
+			strings.HasPrefix(cmd, parley.MentionEveryone+"|"):
 			return "@" + cmd[:strings.IndexByte(cmd, '|')]
 		case hasLabel:
 			return label

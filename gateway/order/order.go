@@ -195,6 +195,19 @@ func (s *Sequencer) Position(channelID string) (int64, bool) {
 	return c.pos, true
 }
 
+// Settled reports whether a tracked channel has no fill under way and no
+// catch-up still to run: every event the store had when its last CatchUp
+// was asked for has been fetched. False for a channel not tracked.
+func (s *Sequencer) Settled(channelID string) bool {
+	c := s.lookup(channelID)
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.filling && c.catchUpDone >= c.catchUpWant
+}
+
 // Close untracks every channel and waits for the fill goroutines to end.
 // Push, Track and CatchUp do nothing afterwards.
 func (s *Sequencer) Close() {
