@@ -94,6 +94,10 @@ type Upload struct {
 // store does: files of other workspaces, of channels the actor cannot
 // read, and unattached files of other uploaders are ENOTFOUND.
 type FileService interface {
+	// CheckUpload says whether actor may upload size bytes (-1: not known
+	// yet) to the workspace now, before any byte is stored; CreateFile
+	// checks again.
+	CheckUpload(ctx context.Context, actor, workspaceID string, size int64, q FileQuota) error
 	// CreateFile records a file whose bytes are stored, after checking that
 	// actor is an active member of the workspace and that the workspace's
 	// usage stays within q (ETOOLARGE otherwise); usage grows by f.Size.
@@ -124,9 +128,9 @@ type FileService interface {
 	PurgeFiles(ctx context.Context, fileIDs []string) error
 	// ExpiredUploads returns up to limit uploads past their expiry.
 	ExpiredUploads(ctx context.Context, now time.Time, limit int) ([]Upload, error)
-	// DeleteWorkspaceFiles forgets every file and upload of a workspace and
-	// its usage (the workspace is being deleted; the caller removes the
-	// bytes: files.Service.DeleteWorkspaceFiles does both).
+	// DeleteWorkspaceFiles forgets every file of a workspace and its usage,
+	// and expires its uploads (for the sweeper to abort). The caller
+	// removes the bytes: files.Service.DeleteWorkspaceFiles does both.
 	DeleteWorkspaceFiles(ctx context.Context, workspaceID string) error
 	// FileSigningKey returns the cluster's key for signed download URLs,
 	// made on first use.
@@ -152,4 +156,26 @@ func ValidateFileName(name string) error {
 		}
 	}
 	return nil
+}
+
+// FileConfig holds the live file limits (docs/files.md); 0 is no limit.
+type FileConfig struct {
+	// FileMaxMB: the largest file one may upload, in MiB.
+	FileMaxMB int `json:"file_max_mb"`
+	// FileWorkspaceQuotaMB: the bytes of live files a workspace may hold,
+	// in MiB.
+	FileWorkspaceQuotaMB int `json:"file_workspace_quota_mb"`
+}
+
+// DefaultFileConfig: 1 GiB per file, 10 GiB per workspace.
+func DefaultFileConfig() FileConfig {
+	return FileConfig{FileMaxMB: 1024, FileWorkspaceQuotaMB: 10 * 1024}
+}
+
+// MaxFileConfigMB bounds both file keys (1 PiB).
+const MaxFileConfigMB = 1 << 30
+
+// Quota is the FileQuota the configuration sets.
+func (c FileConfig) Quota() FileQuota {
+	return FileQuota{MaxFileBytes: int64(c.FileMaxMB) << 20, WorkspaceMaxBytes: int64(c.FileWorkspaceQuotaMB) << 20}
 }

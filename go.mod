@@ -21,6 +21,7 @@ require (
 require (
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/sony/gobreaker/v2 v2.4.0
+	golang.org/x/image v0.47.0
 )
 
 require (

@@ -19,6 +19,19 @@ type route struct {
 	Tier    Tier
 	Summary string
 	Handle  handlerFunc
+	// MaxBody bounds the request body: 0 is MaxBodyBytes, -1 no bound
+	// here (the handler enforces its own: file uploads).
+	MaxBody int64
+}
+
+// body sets the route's body bound.
+func (rt route) body(n int64) route { rt.MaxBody = n; return rt }
+
+func (rt route) bodyLimit() int64 {
+	if rt.MaxBody == 0 {
+		return MaxBodyBytes
+	}
+	return rt.MaxBody
 }
 
 // in puts the route in tier t.
@@ -100,6 +113,19 @@ func (s *Server) routes() []route {
 		// Catch-up.
 		r(get, "/channels/{id}/events", authed, "A page of a channel's durable event log", s.listEvents),
 		r(post, "/sync", authed, "Missed events of many channels", s.sync).in(TierRead),
+
+		// Files (docs/files.md).
+		r(post, "/workspaces/{ws}/files", authed, "Upload a file: multipart/form-data with a \"file\" part, or the raw bytes with ?name=", s.uploadFile).body(-1),
+		r(get, "/files/{id}", authed, "A file's metadata, with signed download URLs", s.getFile),
+		r(del, "/files/{id}", authed, "Delete an unattached file of the caller's", s.deleteFile),
+		r(get, "/files/{id}/content", public, "Download a file (a signed URL from GET /files/{id}, or a bearer token)", s.downloadContent),
+		r(get, "/files/{id}/thumbnail", public, "An image's thumbnail (a signed URL, or a bearer token)", s.downloadThumbnail),
+		r(get, "/channels/{id}/files", authed, "The files attached in a channel, newest first", s.listChannelFiles),
+		r(post, "/workspaces/{ws}/uploads", authed, "Start a resumable upload {name, size}", s.createUpload),
+		r(get, "/uploads/{id}", authed, "A resumable upload's state: the offset to send from", s.getUpload),
+		r(put, "/uploads/{id}", authed, "Send the chunk at ?offset= of a resumable upload", s.putChunk).body(chunkBodyBytes),
+		r(post, "/uploads/{id}/complete", authed, "Finish a resumable upload: the file", s.completeUpload),
+		r(del, "/uploads/{id}", authed, "Abort a resumable upload", s.abortUpload),
 
 		r(get, "/openapi.json", public, "This API's OpenAPI document", s.openAPI),
 	}

@@ -25,6 +25,7 @@ import (
 
 	"parley"
 	"parley/auth"
+	"parley/files"
 	"parley/internal/edge"
 	"parley/internal/promutil"
 )
@@ -68,6 +69,9 @@ type Config struct {
 	// membership): each node enforces its share of the cluster-wide join
 	// rate (joinlimit.go). Nil: one node.
 	LiveNodes func() int
+	// Files handles uploads and downloads (package files). Nil: the file
+	// routes answer 503.
+	Files *files.Service
 
 	// testRoutes are extra routes, for this package's tests only.
 	testRoutes []route
@@ -94,6 +98,7 @@ type Server struct {
 	rl         *limiters
 	joins      *joinLimiter
 
+	files  *files.Service                  // nil: file routes answer 503
 	wsURL  func(workspaceID string) string // nil: the request's host
 	dir    parley.DirectoryQueries
 	limits parley.BootLimits
@@ -132,6 +137,7 @@ func New(cfg Config) *Server {
 		s.sessionTTL = DefaultSessionTTL
 	}
 	s.wsURL, s.dir, s.limits = cfg.WSURL, cfg.Directory, bootLimits()
+	s.files = cfg.Files
 	if cfg.Registerer != nil {
 		s.metrics = newMetrics(cfg.Registerer)
 	}
@@ -271,7 +277,9 @@ func (s *Server) wrap(rt route) http.Handler {
 			s.writeError(sw, r, err)
 			return
 		}
-		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
+		if limit := rt.bodyLimit(); limit > 0 {
+			r.Body = http.MaxBytesReader(sw, r.Body, limit)
+		}
 		if err := rt.Handle(sw, r, c); err != nil {
 			s.writeError(sw, r, err)
 		}

@@ -67,6 +67,12 @@ func checkUpload(ctx context.Context, q querier, actor, workspaceID string, size
 	return used, nil
 }
 
+// CheckUpload runs checkUpload on a read connection.
+func (s *Store) CheckUpload(ctx context.Context, actor, workspaceID string, size int64, q parley.FileQuota) error {
+	_, err := checkUpload(ctx, s.reads(), actor, workspaceID, max(size, 0), q)
+	return err
+}
+
 // useBytes changes a workspace's usage by delta.
 func (tx *Tx) useBytes(ctx context.Context, workspaceID string, delta int64) error {
 	if delta == 0 {
@@ -335,12 +341,13 @@ func (s *Store) PurgeFiles(ctx context.Context, ids []string) error {
 	})
 }
 
-// DeleteWorkspaceFiles forgets a workspace's files, uploads and usage.
+// DeleteWorkspaceFiles forgets a workspace's files and usage, and expires
+// its uploads: the sweeper aborts them in the storage and forgets them.
 func (s *Store) DeleteWorkspaceFiles(ctx context.Context, workspaceID string) error {
 	return s.write(ctx, "delete workspace files", func(ctx context.Context, tx *Tx) error {
 		for _, q := range []string{
 			`DELETE FROM files WHERE workspace_id = $1`,
-			`DELETE FROM file_uploads WHERE workspace_id = $1`,
+			`UPDATE file_uploads SET expires_at = 0 WHERE workspace_id = $1`,
 			`DELETE FROM workspace_file_usage WHERE workspace_id = $1`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, workspaceID); err != nil {
