@@ -253,7 +253,7 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request, thumb bool) er
 }
 
 // contentDisposition renders the header with the file's name (RFC 6266;
-// mime encodes a name that is not plain ASCII as filename*=utf-8''…).
+// mime encodes a name that is not plain ASCII as filename*=utf-8”…).
 func contentDisposition(disposition, name string) string {
 	if v := mime.FormatMediaType(disposition, map[string]string{"filename": name}); v != "" {
 		return v
