@@ -40,6 +40,7 @@ type serveOptions struct {
 	IdentifyPerMin float64  // identify/resume attempts per client IP per minute; 0: the gateway's default
 
 	limitOptions // --trusted-proxies, --rate-* (limits.go)
+	fileOptions  // --files-dir, --s3-*, --file-url-ttl (files.go)
 }
 
 // envPrefix starts the environment twin of every flag: --log-level is
@@ -67,6 +68,7 @@ func (o *serveOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PublicURL, "public-url", "", "base URL (http[s]://host[:port][/prefix]) at which clients and other nodes reach this node's API; the node announces it and its ws[s]:// gateway URL (default: from the bound --listen address)")
 	fs.Float64Var(&o.IdentifyPerMin, "identify-rate", 0, "identify and resume attempts allowed per client IP per minute (default 120; raise it for load tests from one address)")
 	o.registerLimits(fs)
+	o.registerFiles(fs)
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " [$" + envName(f.Name) + "]"
 	})
@@ -122,6 +124,9 @@ func (o *serveOptions) validate() error {
 		return err
 	}
 	if err := o.validateLimits(); err != nil {
+		return err
+	}
+	if err := o.validateFiles(); err != nil {
 		return err
 	}
 	if _, err := parseLevel(o.LogLevel); err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"parley"
 	"parley/affinity"
+	"parley/files"
 	"parley/gateway"
 	"parley/hot"
 	"parley/httpapi"
@@ -105,6 +106,11 @@ type node struct {
 	// hot is the node's hot-channel detector (package hot): the gateway
 	// observes its channels' durable events and reads the marks.
 	hot *hot.Detector
+	// files stores and serves uploads (package files); sweeping counts its
+	// sweeper goroutine, which stopSweep stops.
+	files     *files.Service
+	stopSweep context.CancelFunc
+	sweeping  sync.WaitGroup
 	// recent buffers the hot channels' latest events and answers /events
 	// and /sync from them (package recent); the API reads through it.
 	recent *recent.Buffer
@@ -251,10 +257,21 @@ func (n *node) Run(ctx context.Context) (err error) {
 		return err
 	}
 
+	storage, where, err := o.openFileStorage(ctx)
+	if err != nil {
+		return fmt.Errorf("open file storage: %w", err)
+	}
+	log.Info("file storage", "at", where)
+	n.files = files.New(files.Config{Storage: storage, Store: n.store, Live: n.config, URLTTL: o.FileURLTTL,
+		Logger: log, Registerer: n.reg})
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	n.stopSweep = stopSweep
+	n.sweeping.Go(func() { n.files.Run(sweepCtx) })
+
 	panics := promutil.Panics(n.reg)
 	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.guarded), Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config,
-		LiveNodes: func() int { return len(n.members.Live()) }})
+		LiveNodes: func() int { return len(n.members.Live()) }, Files: n.files})
 	n.api = newHTTPServer(httpapi.Recover(log, panics, rootHandler(api.Handler(), n.gateway, webui.Dist())), writeTimeout, log)
 	n.serve("api", n.api, n.apiLn)
 	if n.adminLn != nil {
@@ -342,6 +359,10 @@ func (n *node) close() error {
 		}
 	} else if n.apiLn != nil {
 		n.apiLn.Close()
+	}
+	if n.stopSweep != nil {
+		n.stopSweep() // the sweeper stops before the store closes
+		n.sweeping.Wait()
 	}
 	if n.presence != nil {
 		n.presence.Close() // says goodbye on the bus
