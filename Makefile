@@ -83,6 +83,13 @@ fuzz-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./sqlstore/
 
+## bench-files: a 200 MiB upload streamed to a real parley process with its RSS
+## sampled, then 100 concurrent 1 MiB uploads; on the data directory and on a
+## versitygw (docs/benchmarks.md, "Files")
+bench-files: s3-server
+	$(GO) run ./bench/filebench -big-mb 200 -n 100
+	$(GO) run ./bench/filebench -big-mb 200 -n 100 -s3
+
 ## bench-breaker: a 2 s PostgreSQL stall through a fault proxy under steady
 ## load, with the store guard on and off (docs/benchmarks.md, docs/store-guard.md)
 bench-breaker:

@@ -9,7 +9,8 @@
 // tests that need it are skipped with the reason, unless CI=true, where
 // they fail. PARLEY_VERSITYGW names a binary to use instead.
 //
-// It must only ever be imported by tests.
+// It must only ever be imported by tests, their build command
+// (cmd/build-s3-server) and benchmarks.
 package s3test
 
 import (
@@ -117,23 +118,39 @@ func Start(tb testing.TB) *Server {
 		}
 		tb.Skipf("SKIPPED: no S3 server (run `make s3-server`): %v", err)
 	}
-	root := tb.TempDir()
-	srv := &Server{AccessKey: "parley" + randHex(4), SecretKey: randHex(16)}
-	port := freePort(tb)
+	srv, stop, err := Run(bin, tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	return srv
+}
+
+// Run starts the versitygw binary with a POSIX backend in root, on a free
+// loopback port, and waits until it listens; stop kills it.
+func Run(bin, root string) (srv *Server, stop func(), err error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("s3test: %w", err)
+	}
+	srv = &Server{AccessKey: "parley" + randHex(4), SecretKey: randHex(16)}
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "--access", srv.AccessKey, "--secret", srv.SecretKey,
 		"--port", addr, "posix", root)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start versitygw: %v", err)
+		return nil, nil, fmt.Errorf("start versitygw: %w", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	tb.Cleanup(func() {
+	stop = func() {
 		cmd.Process.Kill()
 		<-exited
-	})
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -143,25 +160,26 @@ func Start(tb testing.TB) *Server {
 		}
 		select {
 		case err := <-exited:
-			tb.Fatalf("versitygw exited: %v\n%s", err, logs.String())
+			return nil, nil, fmt.Errorf("versitygw exited: %v\n%s", err, logs.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("versitygw did not listen on %s within 20 s\n%s", addr, logs.String())
+			stop()
+			return nil, nil, fmt.Errorf("versitygw did not listen on %s within 20 s\n%s", addr, logs.String())
 		}
 		time.Sleep(20 * time.Millisecond) // polling a port, not synchronising goroutines
 	}
 	srv.Endpoint = "http://" + addr
-	return srv
+	return srv, stop, nil
 }
 
-func freePort(tb testing.TB) int {
+func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatalf("free port: %v", err)
+		return 0, fmt.Errorf("free port: %w", err)
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randHex(n int) string {
