@@ -96,7 +96,7 @@ func testFileVisibility(t *testing.T, open Opener) {
 	_, err = w.fs.GetFile(ctx(t), w.carol.ID, f.ID)
 	wantCode(t, "another workspace reads it", err, parley.ENOTFOUND)
 
-	if _, err := w.post(t, w.alice, w.general, "here", f.ID); err != nil {
+	if _, err := w.post(t, w.alice, w.general, "attached", f.ID); err != nil {
 		t.Fatal(err)
 	}
 	got, err := w.fs.GetFile(ctx(t), w.bob.ID, f.ID)
