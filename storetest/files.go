@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"encoding/json"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ func init() {
 	register("Files/Uploads", testFileUploads)
 	register("Files/DeleteWorkspace", testFileDeleteWorkspace)
 	register("Files/SigningKey", testFileSigningKey)
+	register("Files/QuotaRace", testFileQuotaRace)
 }
 
 func fileService(tb testing.TB, s parley.Store) parley.FileService {
@@ -405,5 +408,33 @@ func testFileSigningKey(t *testing.T, open Opener) {
 	k2, err := fs.FileSigningKey(ctx(t))
 	if err != nil || string(k1) != string(k2) {
 		t.Fatal("the key changed between calls")
+	}
+}
+
+// Concurrent uploads cannot pass the workspace quota together: the check
+// and the count are one transaction.
+func testFileQuotaRace(t *testing.T, open Opener) {
+	w := newFileWorld(t, open)
+	q := parley.FileQuota{WorkspaceMaxBytes: 500}
+	var ok, refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 12; i++ {
+		wg.Go(func() {
+			id := parley.NewID(parley.PrefixFile)
+			_, err := w.fs.CreateFile(ctx(t), w.alice.ID, w.ws.ID, parley.File{ID: id, Name: "f", Size: 100,
+				ContentType: "x", StorageKey: "k"}, q)
+			switch parley.ErrorCode(err) {
+			case "":
+				ok.Add(1)
+			case parley.ETOOLARGE:
+				refused.Add(1)
+			default:
+				t.Errorf("upload: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 5 || refused.Load() != 7 {
+		t.Fatalf("%d stored and %d refused, want 5 and 7", ok.Load(), refused.Load())
 	}
 }
