@@ -400,12 +400,18 @@ export class Api {
 		if (typeof XMLHttpRequest === 'undefined') {
 			const headers: Record<string, string> = { 'Content-Type': 'application/octet-stream' };
 			if (this.token) headers.Authorization = `Bearer ${this.token}`;
-			return this.fetchFn(url, { method, headers, body, signal }).then(async (res) => {
-				const data = await res.json().catch(() => undefined);
-				if (!res.ok) throw new ApiError(res.status, data?.error?.code ?? `http_${res.status}`, data?.error?.message ?? `HTTP ${res.status}`);
-				onProgress?.(body.size);
-				return data as T;
-			});
+			return this.fetchFn(url, { method, headers, body, signal }).then(
+				async (res) => {
+					const data = await res.json().catch(() => undefined);
+					if (!res.ok) throw new ApiError(res.status, data?.error?.code ?? `http_${res.status}`, data?.error?.message ?? `HTTP ${res.status}`);
+					onProgress?.(body.size);
+					return data as T;
+				},
+				(e: Error) => {
+					if (signal?.aborted) throw e;
+					throw new ApiError(0, 'network', `${method} ${path}: ${e.message ?? e}`);
+				},
+			);
 		}
 		return new Promise<T>((resolve, reject) => {
 			const xhr = new XMLHttpRequest();
