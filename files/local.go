@@ -22,10 +22,15 @@ type Local struct {
 
 var _ Storage = (*Local)(nil)
 
-// NewLocal returns a Local storage in dir, creating it.
+// NewLocal returns a Local storage in dir. The directory is made by the
+// first write, so that a node that never stores a file (on PostgreSQL with
+// S3 elsewhere, say) leaves nothing on disk.
 func NewLocal(dir string) (*Local, error) {
-	if err := os.MkdirAll(filepath.Join(dir, ".uploads"), 0o750); err != nil {
-		return nil, fmt.Errorf("files: local storage: %w", err)
+	if dir == "" {
+		return nil, fmt.Errorf("files: local storage needs a directory")
+	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("files: local storage: %s is not a directory", dir)
 	}
 	return &Local{dir: dir}, nil
 }
@@ -149,6 +154,9 @@ func (l *Local) uploadDir(uploadID string) (string, error) {
 func (l *Local) CreateMultipart(_ context.Context, key, _ string) (string, error) {
 	if err := checkKey(key); err != nil {
 		return "", err
+	}
+	if err := os.MkdirAll(filepath.Join(l.dir, ".uploads"), 0o750); err != nil {
+		return "", fmt.Errorf("files: create upload: %w", err)
 	}
 	d, err := os.MkdirTemp(filepath.Join(l.dir, ".uploads"), "u")
 	if err != nil {
