@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test test-go test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike bench-breaker loadtest loadtest-audience chaos soak storm lint fuzz fuzz-short
+.PHONY: run build test test-go s3-server bench-files test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike bench-breaker loadtest loadtest-audience chaos soak storm lint fuzz fuzz-short
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -31,9 +31,16 @@ web/node_modules/.package-lock.json: web/package.json web/package-lock.json
 ## client's type check and unit tests, then the browser e2e suite
 test: lint web test-go fuzz-short test-web e2e
 
-test-go:
+test-go: s3-server
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+## s3-server: build the S3 server the file storage tests run against
+## (versitygw, pinned in internal/s3test) into the user cache directory,
+## once; the tests reuse it. Under CI=true a failed build fails; otherwise
+## the S3 tests skip with the reason.
+s3-server:
+	@$(GO) run ./internal/s3test/cmd/build-s3-server || [ "$$CI" != "true" ]
 
 ## test-web: the web client's type check and unit tests; they include the first-load
 ## budget (web/app/bundle.test.ts), which reads the build, so build it first
@@ -75,6 +82,13 @@ fuzz-short:
 ## bench: the store benchmarks
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./sqlstore/
+
+## bench-files: a 200 MiB upload streamed to a real parley process with its RSS
+## sampled, then 100 concurrent 1 MiB uploads; on the data directory and on a
+## versitygw (docs/benchmarks.md, "Files")
+bench-files: s3-server
+	$(GO) run ./bench/filebench -big-mb 200 -n 100
+	$(GO) run ./bench/filebench -big-mb 200 -n 100 -s3
 
 ## bench-breaker: a 2 s PostgreSQL stall through a fault proxy under steady
 ## load, with the store guard on and off (docs/benchmarks.md, docs/store-guard.md)

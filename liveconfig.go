@@ -35,6 +35,7 @@ type LiveConfig struct {
 	JoinLimitConfig
 	SlowModeConfig
 	RelayConfig
+	FileConfig
 }
 
 // DefaultLiveConfig is the configuration of a new installation.
@@ -45,7 +46,7 @@ func DefaultLiveConfig() LiveConfig {
 		RecentConfig:     DefaultRecentConfig(),
 		StoreGuardConfig: DefaultStoreGuardConfig(),
 		JoinLimitConfig:  DefaultJoinLimitConfig(), SlowModeConfig: DefaultSlowModeConfig(),
-		RelayConfig: DefaultRelayConfig()}
+		RelayConfig: DefaultRelayConfig(), FileConfig: DefaultFileConfig()}
 }
 
 // DefaultGatewayCompressionMinBytes is the default of

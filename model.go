@@ -166,6 +166,9 @@ type Message struct {
 	LastReplyAt  *time.Time `json:"last_reply_at,omitempty"`
 	Pinned       bool       `json:"pinned"`
 	Reactions    []Reaction `json:"reactions"`
+	// Files are the attached files, in the order of file_ids (absent:
+	// none). Signed URLs are never here: GET /files/{id} hands them out.
+	Files []File `json:"files,omitempty"`
 }
 
 // ReadState is a user's read marker in a channel.

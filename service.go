@@ -181,6 +181,10 @@ type NewMessage struct {
 	Text         string `json:"text"`
 	ClientMsgID  string `json:"client_msg_id"`
 	ThreadRootID string `json:"thread_root_id"`
+	// FileIDs are files the poster uploaded to the channel's workspace and
+	// has not attached yet (at most MaxFilesPerMessage); the message
+	// takes them.
+	FileIDs []string `json:"file_ids,omitempty"`
 }
 
 // HistoryQuery pages a channel's history by seq.

@@ -18,6 +18,7 @@ import (
 	"parley"
 	"parley/auth"
 	"parley/client"
+	"parley/files"
 	"parley/gateway"
 	"parley/httpapi"
 	"parley/internal/testpg"
@@ -60,8 +61,12 @@ func newNode(t *testing.T, d sqlstore.Dialect) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	storage, err := files.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	server := httpapi.New(httpapi.Config{Store: st, Exporter: st, Directory: st.Directory(), Integrations: st, Logger: quietLogger(), Registerer: reg,
-		Rates: parley.LiveRatesOff()})
+		Rates: parley.LiveRatesOff(), Files: files.New(files.Config{Storage: storage, Store: st, Logger: quietLogger()})})
 	// As cmd/parley routes: the gateway's path to the gateway, the rest to
 	// the API as sent (no ServeMux in front to clean paths).
 	api := server.Handler()

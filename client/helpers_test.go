@@ -16,6 +16,7 @@ import (
 
 	"parley"
 	"parley/auth"
+	"parley/files"
 	"parley/httpapi"
 	"parley/sqlstore"
 )
@@ -27,6 +28,7 @@ type env struct {
 	store parley.Store
 	srv   *httptest.Server
 	fake  *fakeGateway // nil unless asked for
+	files *files.Service
 
 	mu        sync.Mutex
 	gwRemotes []string // remote addresses of gateway upgrades (newNode); guarded by mu
@@ -38,6 +40,13 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // /api/v1/gateway.
 func newEnv(tb testing.TB, fake bool) *env {
 	tb.Helper()
+	return newEnvWithFiles(tb, fake, nil)
+}
+
+// newEnvWithFiles is newEnv with file storage in storage (nil: a local
+// directory).
+func newEnvWithFiles(tb testing.TB, fake bool, storage files.Storage) *env {
+	tb.Helper()
 	st, err := sqlstore.Open(context.Background(), sqlstore.Config{
 		Path: filepath.Join(tb.TempDir(), "parley.db"), Logger: quietLogger(),
 	})
@@ -45,8 +54,15 @@ func newEnv(tb testing.TB, fake bool) *env {
 		tb.Fatalf("open store: %v", err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	api := httpapi.New(httpapi.Config{Store: st, Exporter: st, Directory: st.Directory(), Logger: quietLogger(), Rates: parley.LiveRatesOff(), Integrations: st})
-	e := &env{t: tb, store: st}
+	if storage == nil {
+		if storage, err = files.NewLocal(tb.TempDir()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	fsvc := files.New(files.Config{Storage: storage, Store: st, Logger: quietLogger()})
+	api := httpapi.New(httpapi.Config{Store: st, Exporter: st, Directory: st.Directory(), Logger: quietLogger(), Rates: parley.LiveRatesOff(),
+		Integrations: st, Files: fsvc})
+	e := &env{t: tb, store: st, files: fsvc}
 	mux := http.NewServeMux()
 	mux.Handle("/", api.Handler())
 	if fake {

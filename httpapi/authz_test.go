@@ -50,6 +50,15 @@ type authzFixture struct {
 	t     *testing.T
 	st    parley.Store
 	integ *integFixture
+
+	// Files, all admin's: filePriv (a PNG, so with a thumbnail) attached
+	// in priv, fileSecret in secret, fileLoose attached nowhere; upload is
+	// a resumable upload at offset 0 of 10 bytes, uploadFull one with its
+	// 10 bytes in. signedPriv is a download path of filePriv signed for
+	// admin; signedSecret one of fileSecret signed for member.
+	filePriv, fileSecret, fileLoose *parley.File
+	upload, uploadFull              *parley.Upload
+	signedPriv, signedSecret        string
 }
 
 // integFixture is a bot with a token, an incoming webhook on priv, a
@@ -96,6 +105,46 @@ func (f *authzFixture) integrations() *integFixture {
 	}
 	f.integ = in
 	return in
+}
+
+// addFiles uploads the fixture's files through the env's file service.
+func (f *authzFixture) addFiles(t *testing.T, e *env) {
+	t.Helper()
+	ctx := context.Background()
+	svc, adm := e.api.files, f.users[admin]
+	up := func(name string, data []byte) *parley.File {
+		file, err := svc.Upload(ctx, adm.ID, f.wsA.ID, name, bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatalf("upload %s: %v", name, err)
+		}
+		return file
+	}
+	attach := func(file *parley.File, ch *parley.Channel) {
+		if _, _, err := e.store.PostMessage(ctx, adm.ID, ch.ID, parley.NewMessage{Text: "file", FileIDs: []string{file.ID}}); err != nil {
+			t.Fatalf("attach: %v", err)
+		}
+	}
+	f.filePriv, f.fileSecret, f.fileLoose = up("pic.png", tinyPNG(t, 40, 30)), up("secret.txt", []byte("secret")), up("loose.txt", []byte("loose"))
+	attach(f.filePriv, f.priv)
+	attach(f.fileSecret, f.secret)
+	var err error
+	if f.upload, err = svc.CreateUpload(ctx, adm.ID, f.wsA.ID, "up.bin", 10); err != nil {
+		t.Fatal(err)
+	}
+	if f.uploadFull, err = svc.CreateUpload(ctx, adm.ID, f.wsA.ID, "full.bin", 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.PutChunk(ctx, adm.ID, f.uploadFull.ID, 0, bytes.NewReader(make([]byte, 10)), 10); err != nil {
+		t.Fatal(err)
+	}
+	signed := func(file *parley.File, p principal) string {
+		c := *file
+		if err := e.api.signFile(ctx, f.users[p].ID, &c); err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimPrefix(c.URL, Prefix)
+	}
+	f.signedPriv, f.signedSecret = signed(f.filePriv, admin), signed(f.fileSecret, member)
 }
 
 func newAuthzFixture(t *testing.T, st parley.Store) *authzFixture {
@@ -199,6 +248,20 @@ func authzRows() []authzRow {
 		return func(f *authzFixture) string { return "/workspaces/" + f.wsA.ID + suffix }
 	}
 	body := func(v any) func(*authzFixture) any { return func(*authzFixture) any { return v } }
+	file := func(pick func(f *authzFixture) *parley.File, suffix string) func(*authzFixture) string {
+		return func(f *authzFixture) string { return "/files/" + pick(f).ID + suffix }
+	}
+	filePriv := func(f *authzFixture) *parley.File { return f.filePriv }
+	fileSecret := func(f *authzFixture) *parley.File { return f.fileSecret }
+	fileLoose := func(f *authzFixture) *parley.File { return f.fileLoose }
+	upload := func(full bool, suffix string) func(*authzFixture) string {
+		return func(f *authzFixture) string {
+			if full {
+				return "/uploads/" + f.uploadFull.ID + suffix
+			}
+			return "/uploads/" + f.upload.ID + suffix
+		}
+	}
 	post := func(f *authzFixture) any { return map[string]string{"text": "hi", "client_msg_id": uniq()} }
 
 	return []authzRow{
@@ -574,6 +637,40 @@ func authzRows() []authzRow {
 		{method: "POST", pattern: "/command-responses/{token}", variant: "unknown token",
 			path: lit("/command-responses/nope"),
 			body: body(map[string]string{"text": "done"}), want: [numPrincipals]int{s404, s404, s404, s404, s404}},
+		{method: "POST", pattern: "/workspaces/{ws}/files", path: wsA("/files?name=notes.txt"), body: body("some notes"), want: createInA},
+		{method: "GET", pattern: "/files/{id}", variant: "private", path: file(filePriv, ""), want: inA},
+		{method: "GET", pattern: "/files/{id}", variant: "secret", path: file(fileSecret, ""), want: adminOnly},
+		{method: "GET", pattern: "/files/{id}", variant: "unattached", path: file(fileLoose, ""), want: adminOnly},
+		{method: "DELETE", pattern: "/files/{id}", path: file(fileLoose, ""), want: [numPrincipals]int{s401, s404, s404, s204, s404}},
+		{method: "GET", pattern: "/files/{id}/content", variant: "bearer, private", path: file(filePriv, "/content"), want: inA},
+		{method: "GET", pattern: "/files/{id}/content", variant: "bearer, secret", path: file(fileSecret, "/content"), want: adminOnly},
+		{method: "GET", pattern: "/files/{id}/content", variant: "bearer, unattached", path: file(fileLoose, "/content"), want: adminOnly},
+		// A signed URL is the credential, whoever holds it; the store
+		// still decides for the user it names.
+		{method: "GET", pattern: "/files/{id}/content", variant: "signed for admin",
+			path: func(f *authzFixture) string { return f.signedPriv }, want: allowAll},
+		{method: "GET", pattern: "/files/{id}/content", variant: "signed for member, secret",
+			path: func(f *authzFixture) string { return f.signedSecret }, want: [numPrincipals]int{s404, s404, s404, s404, s404}},
+		{method: "GET", pattern: "/files/{id}/content", variant: "signature of another file",
+			path: func(f *authzFixture) string {
+				return "/files/" + f.fileSecret.ID + "/content?" + strings.SplitN(f.signedPriv, "?", 2)[1]
+			}, want: [numPrincipals]int{s403, s403, s403, s403, s403}},
+		{method: "GET", pattern: "/files/{id}/thumbnail", path: file(filePriv, "/thumbnail"), want: inA},
+		{method: "GET", pattern: "/channels/{id}/files", variant: "private", path: ch(priv, "/files"), want: inA,
+			check: func(t *testing.T, f *authzFixture, p principal, r *response) {
+				var page parley.FilePage
+				r.decode(t, &page)
+				if len(page.Files) != 1 || page.Files[0].ID != f.filePriv.ID || page.Files[0].URL == "" {
+					t.Errorf("channel files as %s: %+v", principalNames[p], page.Files)
+				}
+			}},
+		{method: "GET", pattern: "/channels/{id}/files", variant: "secret", path: ch(secret, "/files"), want: adminOnly},
+		{method: "POST", pattern: "/workspaces/{ws}/uploads", path: wsA("/uploads"),
+			body: body(map[string]any{"name": "big.bin", "size": 100}), want: createInA},
+		{method: "GET", pattern: "/uploads/{id}", path: upload(false, ""), want: adminOnly},
+		{method: "PUT", pattern: "/uploads/{id}", path: upload(false, "?offset=0"), body: body(make([]byte, 10)), want: adminOnly},
+		{method: "POST", pattern: "/uploads/{id}/complete", path: upload(true, "/complete"), want: [numPrincipals]int{s401, s404, s404, s201, s404}},
+		{method: "DELETE", pattern: "/uploads/{id}", path: upload(false, ""), want: [numPrincipals]int{s401, s404, s404, s204, s404}},
 	}
 }
 
@@ -626,6 +723,7 @@ func runMatrix(t *testing.T, e *env, d sqlstore.Dialect) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := newAuthzFixture(t, e.store)
+			f.addFiles(t, e)
 			for _, p := range cellOrder {
 				t.Run(principalNames[p], func(t *testing.T) {
 					ce := *e

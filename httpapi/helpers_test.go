@@ -17,6 +17,7 @@ import (
 
 	"parley"
 	"parley/auth"
+	"parley/files"
 	"parley/internal/testpg"
 	"parley/sqlstore"
 )
@@ -89,7 +90,8 @@ func newEnvOn(tb testing.TB, d sqlstore.Dialect, adjust ...func(*Config)) *env {
 
 func newEnvWithStore(tb testing.TB, st parley.Store, clk *clock, adjust ...func(*Config)) *env {
 	tb.Helper()
-	cfg := Config{Store: st, Logger: quietLogger(), Now: clk.Now, Directory: storeDirectory(tb, st)}
+	cfg := Config{Store: st, Logger: quietLogger(), Now: clk.Now, Directory: storeDirectory(tb, st),
+		Files: newFiles(tb, st, clk.Now)}
 	if ex, ok := st.(parley.Exporter); ok {
 		cfg.Exporter = ex
 	}
@@ -103,6 +105,36 @@ func newEnvWithStore(tb testing.TB, st parley.Store, clk *clock, adjust ...func(
 	srv := httptest.NewServer(api.Handler())
 	tb.Cleanup(srv.Close)
 	return &env{t: tb, store: st, api: api, srv: srv, clock: clk}
+}
+
+// newFiles is a file service on a local storage in a temporary directory,
+// over the SQL store behind st.
+func newFiles(tb testing.TB, st parley.Store, now func() time.Time) *files.Service {
+	tb.Helper()
+	storage, err := files.NewLocal(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return files.New(files.Config{Storage: storage, Store: sqlStore(tb, st), Logger: quietLogger(), Now: now})
+}
+
+// sqlStore is the SQL store behind st (the tests' store wrappers
+// unwrapped).
+func sqlStore(tb testing.TB, st parley.Store) *sqlstore.Store {
+	tb.Helper()
+	for {
+		switch s := st.(type) {
+		case *sqlstore.Store:
+			return s
+		case failingStore:
+			st = s.Store
+		case panickingStore:
+			st = s.Store
+		default:
+			tb.Fatalf("no SQL store behind %T", st)
+			return nil
+		}
+	}
 }
 
 // storeDirectory is the store-backed directory queries of the SQL store

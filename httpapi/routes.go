@@ -27,6 +27,19 @@ type route struct {
 	// (parley.Scopes); "" keeps the route for people's logins. The table
 	// of which route needs which scope is TestRouteScopes'.
 	Scope string
+	// MaxBody bounds the request body: 0 is MaxBodyBytes, -1 no bound
+	// here (the handler enforces its own: file uploads).
+	MaxBody int64
+}
+
+// body sets the route's body bound.
+func (rt route) body(n int64) route { rt.MaxBody = n; return rt }
+
+func (rt route) bodyLimit() int64 {
+	if rt.MaxBody == 0 {
+		return MaxBodyBytes
+	}
+	return rt.MaxBody
 }
 
 // in puts the route in tier t.
@@ -136,6 +149,19 @@ func (s *Server) routes() []route {
 		r(get, "/workspaces/{ws}/commands", authed, "The slash commands members may type: built-ins and the workspace's", s.listCommands),
 		r(post, "/channels/{id}/commands", authed, "Run a slash command in a channel", s.runCommand).in(TierMessage),
 		r(post, "/command-responses/{token}", public, "A slash command's delayed answer (its response_url)", s.commandResponse).in(TierRead),
+
+		// Files (docs/files.md).
+		r(post, "/workspaces/{ws}/files", authed, "Upload a file: multipart/form-data with a \"file\" part, or the raw bytes with ?name=", s.uploadFile).body(-1),
+		r(get, "/files/{id}", authed, "A file's metadata, with signed download URLs", s.getFile),
+		r(del, "/files/{id}", authed, "Delete an unattached file of the caller's", s.deleteFile),
+		r(get, "/files/{id}/content", public, "Download a file (a signed URL from GET /files/{id}, or a bearer token)", s.downloadContent),
+		r(get, "/files/{id}/thumbnail", public, "An image's thumbnail (a signed URL, or a bearer token)", s.downloadThumbnail),
+		r(get, "/channels/{id}/files", authed, "The files attached in a channel, newest first", s.listChannelFiles),
+		r(post, "/workspaces/{ws}/uploads", authed, "Start a resumable upload {name, size}", s.createUpload),
+		r(get, "/uploads/{id}", authed, "A resumable upload's state: the offset to send from", s.getUpload),
+		r(put, "/uploads/{id}", authed, "Send the chunk at ?offset= of a resumable upload", s.putChunk).body(chunkBodyBytes),
+		r(post, "/uploads/{id}/complete", authed, "Finish a resumable upload: the file", s.completeUpload),
+		r(del, "/uploads/{id}", authed, "Abort a resumable upload", s.abortUpload),
 
 		r(get, "/openapi.json", public, "This API's OpenAPI document", s.openAPI),
 	}

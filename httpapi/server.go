@@ -25,6 +25,7 @@ import (
 
 	"parley"
 	"parley/auth"
+	"parley/files"
 	"parley/internal/edge"
 	"parley/internal/promutil"
 )
@@ -89,6 +90,9 @@ type Config struct {
 	// CommandClient sends the requests of slash commands and outgoing
 	// webhooks. Nil: a client that follows no redirects.
 	CommandClient *http.Client
+	// Files handles uploads and downloads (package files). Nil: the file
+	// routes answer 503.
+	Files *files.Service
 
 	// testRoutes are extra routes, for this package's tests only.
 	testRoutes []route
@@ -122,7 +126,8 @@ type Server struct {
 	dir              parley.DirectoryQueries
 	limits           parley.BootLimits
 
-	integ *integ // bots, webhooks, commands (integrations.go)
+	integ *integ         // bots, webhooks, commands (integrations.go)
+	files *files.Service // nil: file routes answer 503
 
 	metrics *metrics           // nil without a Registerer
 	panics  prometheus.Counter // parley_panics_total{where="http"}
@@ -159,6 +164,7 @@ func New(cfg Config) *Server {
 		s.sessionTTL = DefaultSessionTTL
 	}
 	s.wsURL, s.dir, s.limits = cfg.WSURL, cfg.Directory, bootLimits()
+	s.files = cfg.Files
 	if cfg.Registerer != nil {
 		s.metrics = newMetrics(cfg.Registerer)
 	}
@@ -314,7 +320,9 @@ func (s *Server) wrap(rt route) http.Handler {
 			s.writeError(sw, r, err)
 			return
 		}
-		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
+		if limit := rt.bodyLimit(); limit > 0 {
+			r.Body = http.MaxBytesReader(sw, r.Body, limit)
+		}
 		if err := rt.Handle(sw, r, c); err != nil {
 			s.writeError(sw, r, err)
 		}

@@ -176,6 +176,7 @@ type Patch struct {
 	StoreGuardPatch
 	JoinPatch
 	RelayPatch
+	FilePatch
 }
 
 // RatePatch holds the rate limits of a change: each a text such as
@@ -256,6 +257,9 @@ func (p Patch) Apply(c parley.LiveConfig) (parley.LiveConfig, error) {
 		return c, err
 	}
 	if err := p.RelayPatch.apply(&c); err != nil {
+		return c, err
+	}
+	if err := p.FilePatch.apply(&c); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -72,7 +72,7 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 			msg = m
 			return nil
 		}
-		if err := parley.ValidateMessageText(nm.Text); err != nil {
+		if err := validatePostText(nm); err != nil {
 			return refuse(err)
 		}
 		if err := checkBroadcast(a, nm.Text, cfg); err != nil {
@@ -113,6 +113,17 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 			}
 			return err
 		}
+		// Files before the channel row (the lock order above).
+		if err := tx.attachFiles(ctx, actor, m, nm.FileIDs); err != nil {
+			if parley.ErrorCode(err) != parley.EINTERNAL {
+				return refuse(err)
+			}
+			return err
+		}
+		files, err := filesJSON(m.Files)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.appendEvent(ctx, m.WorkspaceID, m.ChannelID, parley.EventMessageCreated, func(seq int64) any {
 			m.Seq = seq
 			return parley.MessageEventData{ChannelID: m.ChannelID, Seq: seq, Message: m}
@@ -127,10 +138,10 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 			ord.Valid = true
 		}
 		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO messages (workspace_id, id, channel_id, seq, user_id, text, client_msg_id, thread_root_id, created_at, ord)
-			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			`INSERT INTO messages (workspace_id, id, channel_id, seq, user_id, text, client_msg_id, thread_root_id, created_at, ord, files)
+			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 			m.WorkspaceID, m.ID, m.ChannelID, m.Seq, actor, m.Text,
-			nullString(m.ClientMsgID), nullString(m.ThreadRootID), micros(now), ord); err != nil {
+			nullString(m.ClientMsgID), nullString(m.ThreadRootID), micros(now), ord, files); err != nil {
 			if isUniqueViolation(err) && nm.ClientMsgID != "" {
 				return errDuplicate // undoes the seq, the number and the event
 			}
@@ -164,6 +175,15 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		return nil, false, err
 	}
 	return msg, created, nil
+}
+
+// validatePostText checks a post's text: required, unless files come with
+// it.
+func validatePostText(nm parley.NewMessage) error {
+	if len(nm.FileIDs) > 0 && strings.TrimSpace(nm.Text) == "" {
+		return parley.CheckText("text", nm.Text)
+	}
+	return parley.ValidateMessageText(nm.Text)
 }
 
 // errDuplicate undoes a post whose client_msg_id turned out to be taken.
@@ -454,6 +474,10 @@ func (s *Store) DeleteMessage(ctx context.Context, actor, messageID string) erro
 		if _, err := tx.ExecContext(ctx,
 			`DELETE FROM reactions WHERE workspace_id = $1 AND message_id = $2`, m.WorkspaceID, m.ID); err != nil {
 			return fmt.Errorf("drop reactions of deleted message: %w", err)
+		}
+		// Its files go (the sweeper removes their bytes: package files).
+		if err := tx.dropMessageFiles(ctx, m); err != nil {
+			return err
 		}
 		// Unread counts leave it out by themselves (unread.go); its mentions go.
 		if err := tx.forgetMentions(ctx, m); err != nil {

@@ -70,6 +70,9 @@ Settings:
                                            published from the log by a relay (default 1000)
   relay_interval_ms            n           how often each node's relay looks (default 250)
                                            (docs/delivery.md)
+  file_max_mb                  n           largest upload in MiB (default 1024; 0: none)
+  file_workspace_quota_mb      n           bytes of files a workspace may hold, in MiB (default 10240;
+                                           0: none) (docs/files.md)
   (docs/security.md lists every limit and its default; docs/join-limits.md the join
   limiter and slow mode)`,
 	}

@@ -22,6 +22,7 @@ import (
 
 	"parley"
 	"parley/affinity"
+	"parley/files"
 	"parley/gateway"
 	"parley/hot"
 	"parley/httpapi"
@@ -106,6 +107,11 @@ type node struct {
 	// hot is the node's hot-channel detector (package hot): the gateway
 	// observes its channels' durable events and reads the marks.
 	hot *hot.Detector
+	// files stores and serves uploads (package files); sweeping counts its
+	// sweeper goroutine, which stopSweep stops.
+	files     *files.Service
+	stopSweep context.CancelFunc
+	sweeping  sync.WaitGroup
 	// recent buffers the hot channels' latest events and answers /events
 	// and /sync from them (package recent); the API reads through it.
 	recent *recent.Buffer
@@ -276,9 +282,20 @@ func (n *node) Run(ctx context.Context) (err error) {
 		return err
 	}
 
+	storage, where, err := o.openFileStorage(ctx)
+	if err != nil {
+		return fmt.Errorf("open file storage: %w", err)
+	}
+	log.Info("file storage", "at", where)
+	n.files = files.New(files.Config{Storage: storage, Store: n.store, Live: n.config, URLTTL: o.FileURLTTL,
+		Logger: log, Registerer: n.reg})
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	n.stopSweep = stopSweep
+	n.sweeping.Go(func() { n.files.Run(sweepCtx) })
+
 	// Deleted workspaces: their purge resumes here after a restart. The
-	// files feature hooks its blob removal in as purge.Config.Files.
-	n.purger = purge.New(purge.Config{Store: n.guarded, Logger: log, Registerer: n.reg})
+	// files service removes their stored files first (purge.Config.Files).
+	n.purger = purge.New(purge.Config{Store: n.guarded, Files: n.files, Logger: log, Registerer: n.reg})
 	if err := n.purger.Resume(context.Background()); err != nil {
 		log.Warn("workspace purges not resumed", "err", err)
 	}
@@ -288,6 +305,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config,
 		LiveNodes:        func() int { return len(n.members.Live()) },
 		Integrations:     n.store,
+		Files:            n.files,
 		WorkspaceDeleted: n.purger.Start})
 	n.api = newHTTPServer(httpapi.Recover(log, panics, rootHandler(api.Handler(), n.gateway, webui.Dist())), writeTimeout, log)
 	n.serve("api", n.api, n.apiLn)
@@ -379,6 +397,10 @@ func (n *node) close() error {
 	}
 	if n.purger != nil {
 		n.purger.Close() // stops between batches; resumed on the next start
+	}
+	if n.stopSweep != nil {
+		n.stopSweep() // the sweeper stops before the store closes
+		n.sweeping.Wait()
 	}
 	if n.presence != nil {
 		n.presence.Close() // says goodbye on the bus

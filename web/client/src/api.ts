@@ -14,6 +14,7 @@ import type {
 	Channel,
 	ChannelHeader,
 	ChannelKind,
+	FileInfo,
 	Invite,
 	InvitePreview,
 	ListOf,
@@ -26,9 +27,13 @@ import type {
 	SyncEntry,
 	Thread,
 	User,
+	Upload,
 	UserStatus,
 	Workspace,
 } from './types';
+
+/** Files larger than this go up resumably, in chunks (8 MiB: the server's chunk size). */
+export const RESUMABLE_OVER = 8 << 20;
 
 /** An error answer of the API, or a failure in transit (status 0). */
 export class ApiError extends Error {
@@ -387,13 +392,107 @@ export class Api {
 	// ---- messages -------------------------------------------------------
 
 	/** Post a message; the same clientMsgId twice returns the first message. */
-	postMessage(channelId: string, p: { text: string; client_msg_id: string; thread_root_id?: string }): Promise<Message> {
+	postMessage(channelId: string, p: { text: string; client_msg_id: string; thread_root_id?: string; file_ids?: string[] }): Promise<Message> {
 		return this.request('POST', `/channels/${seg(channelId)}/messages`, p, { idempotent: true }); // client_msg_id makes it safe
 	}
 
 	/** A page of history, ascending by seq (no cursor: the latest). */
 	listMessages(channelId: string, q: HistoryQuery = {}): Promise<ListOf<'messages', Message>> {
 		return this.request('GET', `/channels/${seg(channelId)}/messages${query({ ...q })}`);
+	}
+
+	// ---- files (docs/files.md) -------------------------------------------
+
+	/**
+	 * Upload a file (not attached yet: post it with file_ids). Files larger
+	 * than one chunk go resumably, chunk by chunk, each chunk retried after a
+	 * failure from the offset the server reports. onProgress gets the bytes
+	 * sent so far. XMLHttpRequest where there is one (it reports upload
+	 * progress), fetch elsewhere.
+	 */
+	async uploadFile(workspaceId: string, file: Blob, name: string, onProgress?: (sent: number) => void, signal?: AbortSignal): Promise<FileInfo> {
+		if (file.size > RESUMABLE_OVER) return this.uploadResumable(workspaceId, file, name, onProgress, signal);
+		return this.send<FileInfo>('POST', `/workspaces/${seg(workspaceId)}/files${query({ name })}`, file, onProgress, signal);
+	}
+
+	private async uploadResumable(workspaceId: string, file: Blob, name: string, onProgress?: (sent: number) => void, signal?: AbortSignal): Promise<FileInfo> {
+		let u = await this.request<Upload>('POST', `/workspaces/${seg(workspaceId)}/uploads`, { name, size: file.size });
+		let failures = 0;
+		while (u.offset < u.size) {
+			const chunk = file.slice(u.offset, Math.min(u.size, u.offset + u.chunk_size));
+			const base = u.offset;
+			try {
+				u = await this.send<Upload>('PUT', `/uploads/${seg(u.id)}${query({ offset: u.offset })}`, chunk, (n) => onProgress?.(base + n), signal);
+				failures = 0;
+			} catch (e) {
+				if (signal?.aborted || !(e instanceof ApiError) || (e.status !== 0 && e.status !== 409 && e.status < 500) || ++failures > 3) throw e;
+				u = await this.request<Upload>('GET', `/uploads/${seg(u.id)}`); // where did it get to?
+			}
+		}
+		return this.request<FileInfo>('POST', `/uploads/${seg(u.id)}/complete`, undefined, { idempotent: false });
+	}
+
+	/** Send raw bytes and decode the JSON answer, reporting upload progress. */
+	private send<T>(method: string, path: string, body: Blob, onProgress?: (sent: number) => void, signal?: AbortSignal): Promise<T> {
+		const url = `${this.baseUrl}/api/v1${path}`;
+		if (typeof XMLHttpRequest === 'undefined') {
+			const headers: Record<string, string> = { 'Content-Type': 'application/octet-stream' };
+			if (this.token) headers.Authorization = `Bearer ${this.token}`;
+			return this.fetchFn(url, { method, headers, body, signal }).then(
+				async (res) => {
+					const data = await res.json().catch(() => undefined);
+					if (!res.ok) throw new ApiError(res.status, data?.error?.code ?? `http_${res.status}`, data?.error?.message ?? `HTTP ${res.status}`);
+					onProgress?.(body.size);
+					return data as T;
+				},
+				(e: Error) => {
+					if (signal?.aborted) throw e;
+					throw new ApiError(0, 'network', `${method} ${path}: ${e.message ?? e}`);
+				},
+			);
+		}
+		return new Promise<T>((resolve, reject) => {
+			const xhr = new XMLHttpRequest();
+			xhr.open(method, url);
+			if (this.token) xhr.setRequestHeader('Authorization', `Bearer ${this.token}`);
+			xhr.setRequestHeader('Content-Type', 'application/octet-stream');
+			xhr.upload.onprogress = (e) => onProgress?.(e.loaded);
+			xhr.onerror = () => reject(new ApiError(0, 'network', `${method} ${path}: the upload failed`));
+			xhr.onabort = () => reject(new ApiError(0, 'aborted', 'upload cancelled'));
+			xhr.onload = () => {
+				let data: { error?: { code?: string; message?: string } } | undefined;
+				try {
+					data = JSON.parse(xhr.responseText);
+				} catch {
+					data = undefined;
+				}
+				if (xhr.status >= 200 && xhr.status < 300) return resolve(data as T);
+				if (xhr.status === 401) this.onUnauthorized?.();
+				reject(new ApiError(xhr.status, data?.error?.code ?? `http_${xhr.status}`, data?.error?.message ?? `HTTP ${xhr.status}`));
+			};
+			signal?.addEventListener('abort', () => xhr.abort());
+			xhr.send(body);
+		});
+	}
+
+	/** A file's metadata with download URLs signed for the caller. */
+	getFile(id: string): Promise<FileInfo> {
+		return this.request('GET', `/files/${seg(id)}`);
+	}
+
+	/** A page of the files attached in a channel, newest first, with signed URLs. */
+	listChannelFiles(channelId: string, cursor?: string): Promise<ListOf<'files', FileInfo>> {
+		return this.request('GET', `/channels/${seg(channelId)}/files${query({ cursor })}`);
+	}
+
+	/** Delete an unattached file of the caller's. */
+	deleteFile(id: string): Promise<void> {
+		return this.request('DELETE', `/files/${seg(id)}`);
+	}
+
+	/** A signed path made absolute against the API's base. */
+	fileUrl(path: string): string {
+		return `${this.baseUrl}${path}`;
 	}
 
 	listPins(channelId: string): Promise<ListOf<'messages', Message>> {

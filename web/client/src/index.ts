@@ -21,7 +21,7 @@
 // Account screens use an Api on its own: `new Api().signup({...})`, then
 // hand the token to a Session.
 
-export { Api, ApiError, newClientMsgId } from './api';
+export { Api, ApiError, newClientMsgId, RESUMABLE_OVER } from './api';
 export type { ApiOptions, AuthResult, HistoryQuery, PageQuery, SwitcherResult } from './api';
 export { Gateway, backoffDelay, retryAfterDelay, CLIENT_RECONNECT_CODE } from './gateway';
 export type { GatewayEvents, GatewayOptions, GatewayStats, WebSocketCtor, WebSocketLike } from './gateway';

@@ -232,6 +232,7 @@ export class Outbox {
 				client_msg_id: m.client_msg_id,
 				created_at: m.created_at,
 				thread_root_id: m.thread_root_id,
+				files: m.files, // uploaded already: a reload posts them with the text
 			}));
 			storage.setItem(key, JSON.stringify(keep));
 		} catch {

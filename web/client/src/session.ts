@@ -33,7 +33,7 @@ import { Presence } from './presence';
 import { Store, type ChannelView, type Core, type LocalMessage, type SessionEvents, type SessionOptions, type SessionState } from './state';
 import { Threads } from './threads';
 import { Typing } from './typing';
-import type { Boot, Message, ParleyEvent, User } from './types';
+import type { Boot, FileInfo, Message, ParleyEvent, User } from './types';
 import { Users } from './users';
 import { ViewSet } from './viewset';
 import { Windows } from './windows';
@@ -498,8 +498,8 @@ export class Session {
 	 * the connection is back (same client_msg_id); one refused for good
 	 * stays `failed` with its `error`. Resolves once posted.
 	 */
-	send(channelId: string, text: string, threadRootId?: string): Promise<Message> {
-		return this.windows.send(channelId, text, threadRootId);
+	send(channelId: string, text: string, threadRootId?: string, files?: FileInfo[]): Promise<Message> {
+		return this.windows.send(channelId, text, threadRootId, files);
 	}
 
 	/** Try a failed message again (same client_msg_id: never posted twice). */

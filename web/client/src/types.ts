@@ -180,6 +180,41 @@ export interface Message {
 	pinned?: boolean;
 	/** Event frames leave it out when empty. */
 	reactions?: Reaction[];
+	/** Attached files (absent: none), without URLs: Api.getFile signs them. */
+	files?: FileInfo[];
+}
+
+/** An uploaded file (docs/files.md). */
+export interface FileInfo {
+	id: string;
+	name: string;
+	size: number;
+	/** Sniffed by the server from the bytes. */
+	content_type: string;
+	/** An image's pixels. */
+	width?: number;
+	height?: number;
+	/** A thumbnail exists (images). */
+	thumbnail?: boolean;
+	user_id: string;
+	created_at: Time;
+	channel_id?: string;
+	message_id?: string;
+	/** Signed download path (relative to the server), for this user, until url_expires_at. */
+	url?: string;
+	thumbnail_url?: string;
+	url_expires_at?: Time;
+}
+
+/** A resumable upload in progress: send chunks from offset. */
+export interface Upload {
+	id: string;
+	workspace_id: string;
+	name: string;
+	size: number;
+	offset: number;
+	chunk_size: number;
+	expires_at: Time;
 }
 
 export interface ReadState {

@@ -6,7 +6,7 @@
 import { newClientMsgId } from './api';
 import { bySeq, indexOfMessage, keepMe, mergeMessages, replaceOwn } from './messages';
 import { Outbox, type OutboxStorage } from './outbox';
-import type { Message } from './types';
+import type { FileInfo, Message } from './types';
 import type { Core, LocalMessage, MessageList, SessionState } from './state';
 import type { Users } from './users';
 
@@ -40,7 +40,13 @@ export class Windows {
 		private readonly users: Users,
 	) {
 		this.outbox = new Outbox({
-			post: (m) => this.core.api.postMessage(m.channel_id, { text: m.text, client_msg_id: m.client_msg_id!, thread_root_id: m.thread_root_id }),
+			post: (m) =>
+				this.core.api.postMessage(m.channel_id, {
+					text: m.text,
+					client_msg_id: m.client_msg_id!,
+					thread_root_id: m.thread_root_id,
+					file_ids: m.files?.length ? m.files.map((f) => f.id) : undefined,
+				}),
 			sending: (m) => this.putLocal(m, { ...this.shownCopy(m), pending: true, failed: false, queued: false, error: undefined }),
 			sent: (_m, posted) => this.upsert(posted),
 			waiting: (m, why) => this.putLocal(m, { ...this.shownCopy(m), pending: false, failed: true, queued: true, error: why }),
@@ -238,7 +244,7 @@ export class Windows {
 	 * Resolves with the server's copy once posted; rejects when refused for
 	 * good or discarded.
 	 */
-	send(channelId: string, text: string, threadRootId?: string): Promise<Message> {
+	send(channelId: string, text: string, threadRootId?: string, files?: FileInfo[]): Promise<Message> {
 		const cmid = newClientMsgId();
 		const local: LocalMessage = {
 			id: `local:${cmid}`,
@@ -253,6 +259,7 @@ export class Windows {
 			reply_count: 0,
 			pinned: false,
 			reactions: [],
+			files: files?.length ? files : undefined,
 			pending: true,
 		};
 		return this.outbox.add(local);

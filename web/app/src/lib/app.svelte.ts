@@ -12,6 +12,7 @@ import {
 	ApiError,
 	Session,
 	type CommandInfo,
+	type FileInfo,
 	type InvitePreview,
 	type Message,
 	type SessionNotification,
@@ -30,7 +31,8 @@ const CHANNEL_KEY = 'parley.channel.';
 
 export type Screen = 'loading' | 'auth' | 'workspaces' | 'chat';
 export type View = 'channel' | 'threads' | 'directory' | 'search' | 'browse';
-export type Panel = { kind: 'thread'; rootId: string } | { kind: 'members' } | { kind: 'profile'; userId: string } | { kind: 'pins' } | null;
+export type Panel =
+	{ kind: 'thread'; rootId: string } | { kind: 'members' } | { kind: 'profile'; userId: string } | { kind: 'pins' } | { kind: 'files' } | null;
 export type Dialog = 'switcher' | 'invite' | 'create-channel' | 'integrations' | FeatureDialog | null;
 /** The dialogs of pins, group DMs, channel settings and the profile menu. */
 export type FeatureDialog = 'new-message' | 'channel-settings' | 'edit-profile' | 'set-status' | 'preferences' | 'delete-workspace';
@@ -471,7 +473,8 @@ class App {
 		this.navigate();
 		this.view = 'channel';
 		this.focusMessageId = focusMessageId;
-		if ((this.panel?.kind === 'members' || this.panel?.kind === 'pins') && this.s?.activeChannelId !== channelId) this.panel = null;
+		if ((this.panel?.kind === 'members' || this.panel?.kind === 'pins' || this.panel?.kind === 'files') && this.s?.activeChannelId !== channelId)
+			this.panel = null;
 		if (this.s?.workspace) store()?.setItem(CHANNEL_KEY + this.s.workspace.id, channelId);
 		await session.openChannel(channelId);
 	}
@@ -562,6 +565,37 @@ class App {
 	private sessionApi(): Api {
 		if (!this.session) throw new Error('parley: no workspace is open');
 		return this.session.api;
+	}
+
+	/** Upload a file to the open workspace (not attached yet: send it with a message). */
+	uploadFile(file: File, onProgress?: (sent: number) => void, signal?: AbortSignal): Promise<FileInfo> {
+		const ws = this.workspaceId;
+		if (!ws) return Promise.reject(new Error('parley: no workspace is open'));
+		return this.sessionApi().uploadFile(ws, file, file.name || 'pasted-file', onProgress, signal);
+	}
+
+	/** A file with download URLs signed for the user, cached until a minute before they expire. */
+	signedFile(id: string): Promise<FileInfo> {
+		const hit = this.signed.get(id);
+		if (hit && hit.until > Date.now()) return hit.file;
+		const file = this.sessionApi().getFile(id);
+		this.signed.set(id, { file, until: Date.now() + 60_000 });
+		file.then(
+			(f) => this.signed.set(id, { file, until: f.url_expires_at ? Date.parse(f.url_expires_at) - 60_000 : 0 }),
+			() => this.signed.delete(id),
+		);
+		return file;
+	}
+	private readonly signed = new Map<string, { file: Promise<FileInfo>; until: number }>();
+
+	/** A page of the channel's files, newest first. */
+	channelFiles(channelId: string, cursor?: string) {
+		return this.sessionApi().listChannelFiles(channelId, cursor);
+	}
+
+	/** A signed path as a URL the browser can open. */
+	fileUrl(path: string): string {
+		return this.sessionApi().fileUrl(path);
 	}
 
 	/** A page of the channels the user can see; null before a workspace is open. */

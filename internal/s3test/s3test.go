@@ -1,0 +1,189 @@
+// Package s3test starts a real S3 server for tests: versitygw, built from
+// the Go module proxy at a pinned version with a POSIX backend in a
+// temporary directory, on a random loopback port.
+//
+// The binary is built once into the user cache directory
+// (<cache>/parley/versitygw-<version>/versitygw) and reused by every later
+// run; `make s3-server` builds it ahead of `make test`. Concurrent test
+// binaries take a file lock around the build. When the build fails the
+// tests that need it are skipped with the reason, unless CI=true, where
+// they fail. PARLEY_VERSITYGW names a binary to use instead.
+//
+// It must only ever be imported by tests, their build command
+// (cmd/build-s3-server) and benchmarks.
+package s3test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Module and Version are what is built.
+const (
+	Module  = "github.com/versity/versitygw"
+	Version = "v1.8.0"
+)
+
+// Server is a running versitygw.
+type Server struct {
+	Endpoint  string // http://127.0.0.1:port
+	AccessKey string
+	SecretKey string
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// BinaryPath is where the binary is built.
+func BinaryPath() (string, error) {
+	if p := os.Getenv("PARLEY_VERSITYGW"); p != "" {
+		return p, nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("s3test: no cache directory: %w", err)
+	}
+	return filepath.Join(dir, "parley", "versitygw-"+Version, "versitygw"), nil
+}
+
+// Build builds the binary unless it is there already, and returns its path.
+func Build() (string, error) {
+	buildOnce.Do(func() { binPath, buildErr = build() })
+	return binPath, buildErr
+}
+
+func build() (string, error) {
+	p, err := BinaryPath()
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	if os.Getenv("PARLEY_VERSITYGW") != "" {
+		return "", fmt.Errorf("s3test: PARLEY_VERSITYGW=%s: no such file", p)
+	}
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("s3test: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("s3test: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("s3test: lock: %w", err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if _, err := os.Stat(p); err == nil { // another process built it
+		return p, nil
+	}
+	goBin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		goBin = "go"
+	}
+	cmd := exec.Command(goBin, "install", Module+"/cmd/versitygw@"+Version)
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-buildvcs=false", "CGO_ENABLED=0")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("s3test: go install %s@%s: %w\n%s", Module, Version, err, out.Bytes())
+	}
+	return p, nil
+}
+
+// Start starts a versitygw for the test and stops it at cleanup. It skips
+// the test when the binary cannot be built, unless CI=true.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	bin, err := Build()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("S3 server: %v", err)
+		}
+		tb.Skipf("SKIPPED: no S3 server (run `make s3-server`): %v", err)
+	}
+	srv, stop, err := Run(bin, tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	return srv
+}
+
+// Run starts the versitygw binary with a POSIX backend in root, on a free
+// loopback port, and waits until it listens; stop kills it.
+func Run(bin, root string) (srv *Server, stop func(), err error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("s3test: %w", err)
+	}
+	srv = &Server{AccessKey: "parley" + randHex(4), SecretKey: randHex(16)}
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "--access", srv.AccessKey, "--secret", srv.SecretKey,
+		"--port", addr, "posix", root)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start versitygw: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop = func() {
+		cmd.Process.Kill()
+		<-exited
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case err := <-exited:
+			return nil, nil, fmt.Errorf("versitygw exited: %v\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, nil, fmt.Errorf("versitygw did not listen on %s within 20 s\n%s", addr, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling a port, not synchronising goroutines
+	}
+	srv.Endpoint = "http://" + addr
+	return srv, stop, nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
