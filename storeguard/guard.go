@@ -348,8 +348,10 @@ func Lost(err error) bool {
 		// The server ended the connection (an administrator's
 		// pg_terminate_backend, a shutdown, a crash recovery) or has no
 		// connection slot left: unavailable for now, not a wrong request.
+		// A deadlock or serialization failure that outlived the store's
+		// retries is the same for the caller: try again shortly.
 		switch pe.Code {
-		case "57P01", "57P02", "57P03", "53300":
+		case "57P01", "57P02", "57P03", "53300", "40P01", "40001":
 			return true
 		}
 		return false
