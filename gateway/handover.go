@@ -50,6 +50,10 @@ type handoverReply struct {
 	KnownUsers  []string         `json:"known_users,omitempty"` // users sent to it (jit.go)
 	Members     map[string]int64 `json:"members,omitempty"`     // channel → member count known (view.go)
 	Handle      string           `json:"handle,omitempty"`      // the user's handle (view.go)
+	// ExpiresAt is when the session's login expires (Unix µs; 0 when the
+	// holder did not know), so that the new node checks later resumes
+	// without the store.
+	ExpiresAt int64 `json:"expires_at,omitempty"`
 }
 
 type handoverEntry struct {
@@ -133,7 +137,9 @@ func (g *Gateway) answerHandover(data []byte) ([]byte, error) {
 		return nil, parley.Errorf(parley.EINVALID, "bad handover request")
 	}
 	s := g.registry.get(req.SessionID)
-	if s == nil || s.tokenHash != req.TokenHash {
+	// The asking node adopts without asking the store (identify.go): the
+	// token must be the session's, and not expired.
+	if s == nil || !s.tokenValid(req.TokenHash, g.now()) {
 		if to := g.moved.get(req.SessionID, g.now()); to != "" && to != req.Node && s == nil {
 			return json.Marshal(handoverReply{Status: "moved", MovedTo: to})
 		}
@@ -213,6 +219,9 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 		refs = append(refs, parley.ChannelRef{ID: id, LastSeq: last, MemberCount: rep.Members[id]})
 	}
 	s.handle = rep.Handle
+	if rep.ExpiresAt > 0 {
+		s.expiresAt = time.UnixMicro(rep.ExpiresAt)
+	}
 	starts := make([]int64, len(refs))
 	if err := g.acquireAll(topics, refs, starts); err != nil {
 		return nil, err
