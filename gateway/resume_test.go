@@ -93,6 +93,8 @@ func TestResumeAfterDrop(t *testing.T) {
 	if f := c2.next(); f.Op != "resumed" || f.Replayed != 20 {
 		t.Fatalf("after the replay: %+v", f)
 	}
+	// Counted just after resumed goes out.
+	waitUntil(t, "the resume counted", func() bool { return resumeSources(t, e.reg)["buffer"] == 1 })
 	if src := resumeSources(t, e.reg); src["buffer"] != 1 || src["handover"] != 0 || src["sync"] != 0 {
 		t.Fatalf("resume sources %v, want one from the buffer", src)
 	}
@@ -233,6 +235,7 @@ func TestResumeOnAnotherNode(t *testing.T) {
 	if e.gw.registry.get(ready.SessionID) != nil {
 		t.Fatal("n1 still holds the session")
 	}
+	waitUntil(t, "the resume counted", func() bool { return resumeSources(t, n2.reg)["handover"] == 1 })
 	if src := resumeSources(t, n2.reg); src["handover"] != 1 || src["buffer"] != 0 || src["sync"] != 0 {
 		t.Fatalf("n2's resume sources %v, want one handover", src)
 	}
