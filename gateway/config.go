@@ -191,10 +191,12 @@ type Config struct {
 	// the node they reach asks this one for their sessions. No socket is
 	// accepted meanwhile. Default DefaultDrainHandover; negative: none.
 	DrainHandover time.Duration
-	// LiveNodes counts the cluster's live nodes, this one included (package
-	// nodes). Shutdown lingers for handovers only while it is above 1. Nil:
-	// never.
-	LiveNodes func() int
+	// LiveNodes lists the ids of the cluster's live nodes, this one
+	// included (package nodes). Shutdown lingers for handovers only while
+	// another node is live, and a resume whose session the node named in
+	// its id does not have (restarted or gone) asks the others. Nil: no
+	// linger, and only the named node is asked.
+	LiveNodes func() []string
 	// Now defaults to time.Now.
 	Now func() time.Time
 	// Live gives the live configuration; the gateway reads its

@@ -17,7 +17,7 @@ func TestDrainAnswersHandovers(t *testing.T) {
 	const linger = time.Minute
 	e := newEnv(t, func(c *Config) {
 		c.DrainHandover = linger
-		c.LiveNodes = func() int { return 2 }
+		c.LiveNodes = func() []string { return []string{"n1", "n2"} }
 	})
 	n2 := e.node("n2")
 	a, b := e.user("a"), e.user("b")
@@ -78,7 +78,7 @@ func TestDrainWithoutPeersDoesNotLinger(t *testing.T) {
 	const linger = time.Minute
 	e := newEnv(t, func(c *Config) {
 		c.DrainHandover = linger
-		c.LiveNodes = func() int { return 1 }
+		c.LiveNodes = func() []string { return []string{"n1"} }
 	})
 	a := e.user("a")
 	ws := e.workspace(a)
@@ -90,5 +90,43 @@ func TestDrainWithoutPeersDoesNotLinger(t *testing.T) {
 	}
 	if code := c.closeCode(); code != parley.CloseGoingAway {
 		t.Fatalf("close %d, want 1001", code)
+	}
+}
+
+// TestHandoverAsksLiveNodes: a session handed over from n1 to n2 resumes
+// on n3 after n1 has stopped (a rolling restart's next wave): the node
+// named in the session id does not answer, so n3 asks the other live
+// nodes and n2 hands it over.
+func TestHandoverAsksLiveNodes(t *testing.T) {
+	live := func(c *Config) { c.LiveNodes = func() []string { return []string{"n1", "n2", "n3"} } }
+	e := newEnv(t, nil)
+	n2 := e.nodeWith("n2", live)
+	n3 := e.nodeWith("n3", live)
+	a := e.user("a")
+	ws := e.workspace(a)
+	c, ready := e.identify(a, ws)
+	c.drop()
+	e.waitDetached(ready.SessionID)
+	c2 := n2.connect()
+	c2.send(map[string]any{"op": "resume", "token": a.token, "session_id": ready.SessionID, "seq": 0})
+	if f := c2.next(); f.Op != "resumed" {
+		t.Fatalf("resume on n2: %+v", f)
+	}
+	c2.drop()
+	n2.waitDetached(ready.SessionID)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.gw.Shutdown(ctx); err != nil { // n1 stops, its moved notes with it
+		t.Fatal(err)
+	}
+	c3 := n3.connect()
+	c3.send(map[string]any{"op": "resume", "token": a.token, "session_id": ready.SessionID, "seq": 0})
+	if f := c3.next(); f.Op != "resumed" {
+		t.Fatalf("resume on n3: %+v", f)
+	}
+	waitUntil(t, "the handover counted", func() bool { return resumeSources(t, n3.reg)["handover"] == 1 })
+	if n2.gw.registry.get(ready.SessionID) != nil {
+		t.Fatal("n2 still holds the session")
 	}
 }

@@ -257,7 +257,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 // another node, which then asks this one for their sessions.
 func (g *Gateway) lingerForHandovers(ctx context.Context) {
 	if g.stopHandover == nil || g.cfg.DrainHandover <= 0 || g.cfg.LiveNodes == nil ||
-		g.cfg.LiveNodes() < 2 || g.registry.len() == 0 {
+		len(g.cfg.LiveNodes()) < 2 || g.registry.len() == 0 {
 		return
 	}
 	held := g.registry.len()

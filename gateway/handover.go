@@ -160,7 +160,11 @@ func (g *Gateway) answerHandover(data []byte) ([]byte, error) {
 }
 
 // handover asks the node holding a session for it and adopts it here. It
-// returns nil (and why) when no node hands it over.
+// returns nil (and why) when no node hands it over. The holder is the node
+// named in the session id, or where a note of this node says it went,
+// following the holders' "moved" notes; when that chain ends without it
+// (a node of the chain restarted and lost its notes, or is gone: a rolling
+// restart does both), every other live node is asked in turn.
 func (g *Gateway) handover(ctx context.Context, sessionID, tokenHash string, seq uint64) (*session, resumeOutcome) {
 	rq, ok := g.bus.(parley.Requester)
 	if !ok {
@@ -171,37 +175,68 @@ func (g *Gateway) handover(ctx context.Context, sessionID, tokenHash string, seq
 		owner = ownerNode(sessionID)
 	}
 	req, _ := json.Marshal(handoverRequest{SessionID: sessionID, TokenHash: tokenHash, Seq: seq, Node: g.cfg.NodeID})
-	for hop := 0; hop < maxHandoverHops && owner != "" && owner != g.cfg.NodeID; hop++ {
-		data, err := rq.Request(ctx, parley.NodeTopic(owner, handoverName), req)
+	asked := map[string]bool{g.cfg.NodeID: true}
+	ask := func(node string) (handoverReply, bool) {
+		asked[node] = true
+		data, err := rq.Request(ctx, parley.NodeTopic(node, handoverName), req)
 		if err != nil {
-			g.log.Info("gateway handover: no answer", "session_id", sessionID, "node", owner, "err", err)
+			g.log.Info("gateway handover: no answer", "session_id", sessionID, "node", node, "err", err)
 			g.metrics.handovers.WithLabelValues("no_answer").Inc()
-			return nil, resumeGone
+			return handoverReply{}, false
 		}
 		var rep handoverReply
 		if err := json.Unmarshal(data, &rep); err != nil {
 			g.metrics.handovers.WithLabelValues("error").Inc()
-			return nil, resumeGone
+			return handoverReply{}, false
 		}
+		return rep, true
+	}
+	// done reports whether rep ends the search, and how.
+	done := func(rep *handoverReply) (*session, resumeOutcome, bool) {
 		switch rep.Status {
-		case "moved":
-			owner = rep.MovedTo
-			continue
 		case "ok":
-			s, err := g.adopt(sessionID, tokenHash, seq, &rep)
+			s, err := g.adopt(sessionID, tokenHash, seq, rep)
 			if err != nil {
 				g.log.Error("gateway handover: adopt failed", "session_id", sessionID, "err", err)
 				g.metrics.handovers.WithLabelValues("error").Inc()
-				return nil, resumeGone
+				return nil, resumeGone, true
 			}
 			g.metrics.handovers.WithLabelValues("taken").Inc()
-			return s, resumeOK
+			return s, resumeOK, true
 		case "invalid_seq":
-			return nil, resumeBadSeq
+			return nil, resumeBadSeq, true
 		case "replay_unavailable":
-			return nil, resumeTooOld
+			return nil, resumeTooOld, true
+		}
+		return nil, resumeGone, false
+	}
+	for hop := 0; hop < maxHandoverHops && owner != "" && !asked[owner]; hop++ {
+		rep, ok := ask(owner)
+		if !ok {
+			break
+		}
+		if rep.Status == "moved" {
+			owner = rep.MovedTo
+			continue
+		}
+		if s, out, end := done(&rep); end {
+			return s, out
 		}
 		break // unknown there
+	}
+	if g.cfg.LiveNodes != nil {
+		for _, node := range g.cfg.LiveNodes() {
+			if asked[node] {
+				continue
+			}
+			rep, ok := ask(node)
+			if !ok {
+				continue
+			}
+			if s, out, end := done(&rep); end {
+				return s, out
+			}
+		}
 	}
 	g.metrics.handovers.WithLabelValues("unknown").Inc()
 	return nil, resumeGone

@@ -63,12 +63,17 @@ func drainHandover(d time.Duration) time.Duration {
 	return d
 }
 
-// liveNodes counts the cluster's live nodes, this one included.
-func (n *node) liveNodes() int {
+// liveNodes lists the ids of the cluster's live nodes, this one included.
+func (n *node) liveNodes() []string {
 	if n.members == nil {
-		return 1
+		return []string{n.opts.NodeID}
 	}
-	return len(n.members.Live())
+	live := n.members.Live()
+	ids := make([]string, len(live))
+	for i, m := range live {
+		ids[i] = m.ID
+	}
+	return ids
 }
 
 // identifyBurst is the burst that goes with --identify-rate: half a minute's
