@@ -228,6 +228,9 @@ func (c *Client) Connect(ctx context.Context, workspaceID string, opts ConnectOp
 // cause is why the previous socket ended (nil for the first connection).
 func (c *Conn) connectLoop(ctx context.Context, first bool, cause error) error {
 	last := cause
+	if rr := (*reconnectRequest)(nil); errors.As(cause, &rr) && rr.elsewhere {
+		c.nextURL() // a draining node: its sessions are handed over from the next
+	}
 	for attempt := 0; ; attempt++ {
 		if wait := c.delay(attempt, first, last); wait > 0 {
 			t := time.NewTimer(wait)
@@ -255,14 +258,18 @@ func (c *Conn) connectLoop(ctx context.Context, first bool, cause error) error {
 		if c.opts.MaxAttempts > 0 && attempt+1 >= c.opts.MaxAttempts {
 			return fmt.Errorf("gateway: giving up after %d attempts: %w", attempt+1, err)
 		}
-		var rr *reconnectRequest
-		if !errors.As(err, &rr) {
-			c.mu.Lock()
-			c.urlIdx = (c.urlIdx + 1) % len(c.opts.URLs)
-			c.mu.Unlock()
+		if rr := (*reconnectRequest)(nil); !errors.As(err, &rr) || rr.elsewhere {
+			c.nextURL()
 		}
 		last = err
 	}
+}
+
+// nextURL moves the following attempts to the next of Options.URLs.
+func (c *Conn) nextURL() {
+	c.mu.Lock()
+	c.urlIdx = (c.urlIdx + 1) % len(c.opts.URLs)
+	c.mu.Unlock()
 }
 
 // delay is the wait before attempt n (0-based). A first connection starts at

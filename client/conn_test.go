@@ -326,6 +326,36 @@ func TestReconnectOpHonoured(t *testing.T) {
 	waitUntil(t, "resumed", func() bool { return conn.Stats().Resumes == 1 })
 }
 
+// TestReconnectOpShutdownGoesElsewhere: a reconnect op for a node's
+// shutdown sends the client to the next URL (where its session is handed
+// over), another reason back to the same one.
+func TestReconnectOpShutdownGoesElsewhere(t *testing.T) {
+	f := newGW(t)
+	base := f.alice.Client.WSURL()
+	conn, fs := f.connect(t, ConnectOptions{URLs: []string{base + "?node=1", base + "?node=2"}})
+	if fs.query != "node=1" {
+		t.Fatalf("first connection to %q", fs.query)
+	}
+	next := fs
+	for i, step := range []struct{ reason, want string }{
+		{"overloaded", "node=1"},
+		{"shutdown", "node=2"},
+		{"rate_limited", "node=2"},
+		{"shutdown", "node=1"},
+	} {
+		next.send(t, map[string]any{"op": parley.OpReconnect, "reason": step.reason, "retry_after_ms": 10})
+		next.waitClosed(t)
+		next = f.e.fake.accept(t)
+		if next.query != step.want {
+			t.Fatalf("after reconnect{%s}: came back to %q, want %q", step.reason, next.query, step.want)
+		}
+		next.hello(t, 60000)
+		next.expect(t, parley.OpResume)
+		next.send(t, map[string]any{"op": parley.OpResumed, "replayed": 0})
+		waitUntil(t, "resumed", func() bool { return conn.Stats().Resumes == int64(i+1) })
+	}
+}
+
 func TestReconnectOpBeforeHelloOnFirstConnect(t *testing.T) {
 	f := newGW(t)
 	res := connectAsync(t.Context(), f.alice.Client, f.ws.ID, ConnectOptions{Handler: f.rec.handle, MinBackoff: 10 * time.Millisecond})

@@ -5,7 +5,10 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/lesismal/nbio"
 	"github.com/lesismal/nbio/nbhttp"
+
+	"parley/internal/cloexec"
 )
 
 // The WebSocket library is nbio (github.com/lesismal/nbio, the server's
@@ -38,6 +41,11 @@ func sharedEngine() (*nbhttp.Engine, error) {
 			// per message; keep those shared buffers modest.
 			ReadBufferSize: 32 << 10,
 		})
+		// nbio dups every socket into its poller without close-on-exec;
+		// a process that starts others (the load tester starts nodes)
+		// would hand them its sockets (package cloexec says what breaks).
+		// The hook runs before the socket is registered with epoll.
+		e.Engine.OnOpen(func(c *nbio.Conn) { _ = cloexec.Set(c) })
 		if err := e.Start(); err != nil {
 			engineErr = fmt.Errorf("start websocket client engine: %w", err)
 			return

@@ -48,7 +48,7 @@ func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.t.Errorf("engine: %v", err)
 		return
 	}
-	fs := &fakeSock{in: make(chan clientFrame, 256), closed: make(chan struct{})}
+	fs := &fakeSock{in: make(chan clientFrame, 256), closed: make(chan struct{}), query: r.URL.RawQuery}
 	fs.autoAck.Store(true)
 	u := websocket.NewUpgrader()
 	u.Engine = eng
@@ -126,6 +126,7 @@ type fakeSock struct {
 	autoAck    atomic.Bool
 	heartbeats atomic.Int32
 	peerClose  atomic.Int32 // the close code the client sent
+	query      string       // the upgrade request's query
 	s          int64        // the session seq of the last event sent (test goroutine only)
 }
 

@@ -38,9 +38,12 @@ type socket struct {
 	closeErr    error         // guarded by mu
 	retryAfter  time.Duration // from a reconnect op; guarded by mu
 	gotRetry    bool          // a reconnect op arrived; guarded by mu
-	hbEvery     time.Duration // guarded by mu
-	hbTimer     *time.Timer   // guarded by mu
-	hbSentAt    int64         // mono() of the last heartbeat sent (0: none yet); guarded by mu
+	// retryElsewhere: that reconnect op said the node is shutting down;
+	// guarded by mu.
+	retryElsewhere bool
+	hbEvery        time.Duration // guarded by mu
+	hbTimer        *time.Timer   // guarded by mu
+	hbSentAt       int64         // mono() of the last heartbeat sent (0: none yet); guarded by mu
 }
 
 // messageLimit bounds one incoming frame.
@@ -131,6 +134,7 @@ func (s *socket) onFrame(data []byte) {
 	case parley.OpReconnect:
 		s.mu.Lock()
 		s.gotRetry, s.retryAfter = true, time.Duration(max(f.RetryAfterMS, 0))*time.Millisecond
+		s.retryElsewhere = f.Reason == "shutdown"
 		s.mu.Unlock()
 		s.abort()
 	case parley.OpReady:
@@ -294,7 +298,7 @@ func (s *socket) endError() error {
 	defer s.mu.Unlock()
 	switch {
 	case s.gotRetry:
-		return &reconnectRequest{after: s.retryAfter}
+		return &reconnectRequest{after: s.retryAfter, elsewhere: s.retryElsewhere}
 	case s.closeCode != 0:
 		return &CloseError{Code: s.closeCode, Reason: s.closeReason}
 	case s.closeErr != nil:
@@ -321,8 +325,13 @@ func (e *CloseError) Resumable() bool { return parley.CloseResumable(e.Code) }
 // wrongly (reconnecting would only repeat it).
 func (e *CloseError) fatal() bool { return parley.CloseFatal(e.Code) }
 
-// reconnectRequest is the server's reconnect op: come back after a while.
-type reconnectRequest struct{ after time.Duration }
+// reconnectRequest is the server's reconnect op: come back after a while,
+// to the next URL when the node is shutting down (elsewhere), else to the
+// same one.
+type reconnectRequest struct {
+	after     time.Duration
+	elsewhere bool
+}
 
 func (e *reconnectRequest) Error() string {
 	return fmt.Sprintf("gateway asked to reconnect after %v", e.after)

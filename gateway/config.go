@@ -62,6 +62,12 @@ const (
 	DefaultTypingInterval          = 3 * time.Second
 	DefaultWriteHighWater          = 256 << 10
 	DefaultCloseGrace              = time.Second
+	// DefaultDrainHandover covers a drained client's longest wait before
+	// it reconnects elsewhere: the go_away's retry_after (below 5 s) plus
+	// the clients' jitter on it (Go client: a quarter plus 250 ms; web
+	// client: up to half, so at most 7.5 s in all), and a margin for the
+	// handshake and the handover request.
+	DefaultDrainHandover = 10 * time.Second
 )
 
 var defaultIdentifyRate = Rate{PerMinute: 120, Burst: 60}
@@ -178,6 +184,19 @@ type Config struct {
 	// CloseGrace is how long a closing socket waits for the client's close
 	// frame before it is cut (default 1 s).
 	CloseGrace time.Duration
+	// DrainHandover is how long Shutdown keeps answering other nodes'
+	// handover requests after it has sent every client away, while
+	// another node is live (LiveNodes) and this one still holds sessions:
+	// the drained clients come back elsewhere after their retry_after, and
+	// the node they reach asks this one for their sessions. No socket is
+	// accepted meanwhile. Default DefaultDrainHandover; negative: none.
+	DrainHandover time.Duration
+	// LiveNodes lists the ids of the cluster's live nodes, this one
+	// included (package nodes). Shutdown lingers for handovers only while
+	// another node is live, and a resume whose session the node named in
+	// its id does not have (restarted or gone) asks the others. Nil: no
+	// linger, and only the named node is asked.
+	LiveNodes func() []string
 	// Now defaults to time.Now.
 	Now func() time.Time
 	// Live gives the live configuration; the gateway reads its
@@ -259,6 +278,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.CloseGrace <= 0 {
 		c.CloseGrace = DefaultCloseGrace
+	}
+	if c.DrainHandover == 0 {
+		c.DrainHandover = DefaultDrainHandover
 	}
 	if c.Now == nil {
 		c.Now = time.Now

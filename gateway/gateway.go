@@ -214,8 +214,11 @@ func (g *Gateway) openConns() []*conn {
 
 // Shutdown stops taking connections, tells every client to reconnect
 // (with jitter, so that they do not all come back at once) and closes its
-// socket with 1001, then waits until the sockets are gone or ctx ends, and
-// stops the gateway. The sessions die with the node.
+// socket with 1001, then waits until the sockets are gone or ctx ends.
+// While another node is live it then goes on answering handovers (and
+// following the sessions' topics, so that what they miss is handed over
+// too) for Config.DrainHandover, or until it holds no session, and stops
+// the gateway. The sessions not taken by then die with the node.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	if g.closing.Swap(true) {
 		return nil
@@ -235,6 +238,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+	if err == nil {
+		g.lingerForHandovers(ctx)
+	}
 	if g.stopHandover != nil {
 		g.stopHandover()
 	}
@@ -248,6 +254,33 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		return errors.New("gateway shutdown: connections still open when the deadline passed")
 	}
 	return nil
+}
+
+// lingerForHandovers keeps the draining node answering handover requests
+// (Shutdown): its clients wait their retry_after before they reconnect to
+// another node, which then asks this one for their sessions.
+func (g *Gateway) lingerForHandovers(ctx context.Context) {
+	if g.stopHandover == nil || g.cfg.DrainHandover <= 0 || g.cfg.LiveNodes == nil ||
+		len(g.cfg.LiveNodes()) < 2 || g.registry.len() == 0 {
+		return
+	}
+	held := g.registry.len()
+	g.log.Info("gateway draining: answering handovers", "sessions", held, "for", g.cfg.DrainHandover)
+	deadline := time.NewTimer(g.cfg.DrainHandover)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for g.registry.len() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			g.log.Info("gateway drained", "sessions_held", held, "sessions_left", g.registry.len())
+			return
+		case <-tick.C:
+		}
+	}
+	g.log.Info("gateway drained", "sessions_held", held, "sessions_left", 0)
 }
 
 func (g *Gateway) stopWorkers() {

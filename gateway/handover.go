@@ -50,6 +50,10 @@ type handoverReply struct {
 	KnownUsers  []string         `json:"known_users,omitempty"` // users sent to it (jit.go)
 	Members     map[string]int64 `json:"members,omitempty"`     // channel → member count known (view.go)
 	Handle      string           `json:"handle,omitempty"`      // the user's handle (view.go)
+	// ExpiresAt is when the session's login expires (Unix µs; 0 when the
+	// holder did not know), so that the new node checks later resumes
+	// without the store.
+	ExpiresAt int64 `json:"expires_at,omitempty"`
 }
 
 type handoverEntry struct {
@@ -133,7 +137,9 @@ func (g *Gateway) answerHandover(data []byte) ([]byte, error) {
 		return nil, parley.Errorf(parley.EINVALID, "bad handover request")
 	}
 	s := g.registry.get(req.SessionID)
-	if s == nil || s.tokenHash != req.TokenHash {
+	// The asking node adopts without asking the store (identify.go): the
+	// token must be the session's, and not expired.
+	if s == nil || !s.tokenValid(req.TokenHash, g.now()) {
 		if to := g.moved.get(req.SessionID, g.now()); to != "" && to != req.Node && s == nil {
 			return json.Marshal(handoverReply{Status: "moved", MovedTo: to})
 		}
@@ -154,7 +160,11 @@ func (g *Gateway) answerHandover(data []byte) ([]byte, error) {
 }
 
 // handover asks the node holding a session for it and adopts it here. It
-// returns nil (and why) when no node hands it over.
+// returns nil (and why) when no node hands it over. The holder is the node
+// named in the session id, or where a note of this node says it went,
+// following the holders' "moved" notes; when that chain ends without it
+// (a node of the chain restarted and lost its notes, or is gone: a rolling
+// restart does both), every other live node is asked in turn.
 func (g *Gateway) handover(ctx context.Context, sessionID, tokenHash string, seq uint64) (*session, resumeOutcome) {
 	rq, ok := g.bus.(parley.Requester)
 	if !ok {
@@ -165,37 +175,68 @@ func (g *Gateway) handover(ctx context.Context, sessionID, tokenHash string, seq
 		owner = ownerNode(sessionID)
 	}
 	req, _ := json.Marshal(handoverRequest{SessionID: sessionID, TokenHash: tokenHash, Seq: seq, Node: g.cfg.NodeID})
-	for hop := 0; hop < maxHandoverHops && owner != "" && owner != g.cfg.NodeID; hop++ {
-		data, err := rq.Request(ctx, parley.NodeTopic(owner, handoverName), req)
+	asked := map[string]bool{g.cfg.NodeID: true}
+	ask := func(node string) (handoverReply, bool) {
+		asked[node] = true
+		data, err := rq.Request(ctx, parley.NodeTopic(node, handoverName), req)
 		if err != nil {
-			g.log.Info("gateway handover: no answer", "session_id", sessionID, "node", owner, "err", err)
+			g.log.Info("gateway handover: no answer", "session_id", sessionID, "node", node, "err", err)
 			g.metrics.handovers.WithLabelValues("no_answer").Inc()
-			return nil, resumeGone
+			return handoverReply{}, false
 		}
 		var rep handoverReply
 		if err := json.Unmarshal(data, &rep); err != nil {
 			g.metrics.handovers.WithLabelValues("error").Inc()
-			return nil, resumeGone
+			return handoverReply{}, false
 		}
+		return rep, true
+	}
+	// done reports whether rep ends the search, and how.
+	done := func(rep *handoverReply) (*session, resumeOutcome, bool) {
 		switch rep.Status {
-		case "moved":
-			owner = rep.MovedTo
-			continue
 		case "ok":
-			s, err := g.adopt(sessionID, tokenHash, seq, &rep)
+			s, err := g.adopt(sessionID, tokenHash, seq, rep)
 			if err != nil {
 				g.log.Error("gateway handover: adopt failed", "session_id", sessionID, "err", err)
 				g.metrics.handovers.WithLabelValues("error").Inc()
-				return nil, resumeGone
+				return nil, resumeGone, true
 			}
 			g.metrics.handovers.WithLabelValues("taken").Inc()
-			return s, resumeOK
+			return s, resumeOK, true
 		case "invalid_seq":
-			return nil, resumeBadSeq
+			return nil, resumeBadSeq, true
 		case "replay_unavailable":
-			return nil, resumeTooOld
+			return nil, resumeTooOld, true
+		}
+		return nil, resumeGone, false
+	}
+	for hop := 0; hop < maxHandoverHops && owner != "" && !asked[owner]; hop++ {
+		rep, ok := ask(owner)
+		if !ok {
+			break
+		}
+		if rep.Status == "moved" {
+			owner = rep.MovedTo
+			continue
+		}
+		if s, out, end := done(&rep); end {
+			return s, out
 		}
 		break // unknown there
+	}
+	if g.cfg.LiveNodes != nil {
+		for _, node := range g.cfg.LiveNodes() {
+			if asked[node] {
+				continue
+			}
+			rep, ok := ask(node)
+			if !ok {
+				continue
+			}
+			if s, out, end := done(&rep); end {
+				return s, out
+			}
+		}
 	}
 	g.metrics.handovers.WithLabelValues("unknown").Inc()
 	return nil, resumeGone
@@ -213,6 +254,9 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 		refs = append(refs, parley.ChannelRef{ID: id, LastSeq: last, MemberCount: rep.Members[id]})
 	}
 	s.handle = rep.Handle
+	if rep.ExpiresAt > 0 {
+		s.expiresAt = time.UnixMicro(rep.ExpiresAt)
+	}
 	starts := make([]int64, len(refs))
 	if err := g.acquireAll(topics, refs, starts); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/subtle"
 	"hash/maphash"
 	"time"
 
@@ -58,6 +59,7 @@ func (c *conn) identify(f *inFrame) {
 
 	s := g.newSession(g.cfg.NodeID+"."+randomID(10), login.UserID, f.WorkspaceID, hash)
 	s.handle = g.handleOf(ctx, f.WorkspaceID, login.UserID)
+	s.expiresAt = login.ExpiresAt
 	admin := ws.Role.IsAdmin()
 	topics := sessionTopics(login.UserID, f.WorkspaceID, admin)
 	starts := make([]int64, len(refs))
@@ -162,14 +164,12 @@ func (c *conn) resume(f *inFrame) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	hash := auth.HashToken(f.Token)
-	login, err := g.store.SessionByToken(ctx, hash)
-	if err == nil && !login.Allows(parley.ScopeChannelsRead) {
-		err = parley.Errorf(parley.EFORBIDDEN, "this token lacks the %s scope", parley.ScopeChannelsRead)
-	}
-	if err != nil {
-		c.authFailed("resume", err)
-		return
-	}
+	// The token is checked without the store when this node holds the
+	// session, or another node hands it over, and the token is the one the
+	// session was identified with and has not expired: a revoked token's
+	// sessions are removed by session.revoked (partition.go), so a held
+	// session's token is live. Anything else asks the store, as identify
+	// does, which tells a bad token (4004) from an unknown session.
 	s := g.registry.get(f.SessionID)
 	source := "buffer"
 	if s == nil {
@@ -186,9 +186,22 @@ func (c *conn) resume(f *inFrame) {
 			return
 		}
 	}
-	if s == nil || s.tokenHash != hash || s.userID != login.UserID {
-		c.invalidSession("unknown_session")
-		return
+	if s == nil || !s.tokenValid(hash, g.now()) {
+		g.metrics.resumeTokenChecks.WithLabelValues("store").Inc()
+		login, err := g.store.SessionByToken(ctx, hash)
+		if err == nil && !login.Allows(parley.ScopeChannelsRead) {
+			err = parley.Errorf(parley.EFORBIDDEN, "this token lacks the %s scope", parley.ScopeChannelsRead)
+		}
+		if err != nil {
+			c.authFailed("resume", err)
+			return
+		}
+		if s == nil || s.tokenHash != hash || s.userID != login.UserID {
+			c.invalidSession("unknown_session")
+			return
+		}
+	} else {
+		g.metrics.resumeTokenChecks.WithLabelValues("session").Inc()
 	}
 	res := make(chan resumeOutcome, 1)
 	s.p.post(func() {
@@ -211,6 +224,16 @@ func (c *conn) resume(f *inFrame) {
 	default:
 		c.invalidSession("unknown_session")
 	}
+}
+
+// tokenValid reports whether hash is the hash of the token s was
+// identified with (compared in constant time) and that login has not
+// expired by now. A session whose expiry is unknown is not vouched for.
+func (s *session) tokenValid(hash string, now time.Time) bool {
+	if subtle.ConstantTimeCompare([]byte(s.tokenHash), []byte(hash)) != 1 {
+		return false
+	}
+	return !s.expiresAt.IsZero() && now.Before(s.expiresAt)
 }
 
 // invalidSession tells the client to boot again; the connection stays open

@@ -10,26 +10,27 @@ import (
 
 // metrics are the gateway's Prometheus metrics, all named parley_gateway_*.
 type metrics struct {
-	connections      prometheus.Gauge
-	sessions         prometheus.Gauge
-	subscriptions    prometheus.Gauge
-	identifies       *prometheus.CounterVec
-	resumes          *prometheus.CounterVec
-	resumeSources    *prometheus.CounterVec
-	closes           *prometheus.CounterVec
-	handovers        *prometheus.CounterVec
-	deliveries       prometheus.Counter
-	droppedEphemeral prometheus.Counter
-	slowCloses       prometheus.Counter
-	sessionFills     prometheus.Counter
-	fillRetries      *prometheus.CounterVec
-	fillReads        prometheus.Counter
-	fillsInFlight    prometheus.Gauge
-	typingDropped    prometheus.Counter
-	presenceHidden   prometheus.Counter
-	viewLimited      prometheus.Counter
-	previews         prometheus.Counter
-	floodCloses      prometheus.Counter
+	connections       prometheus.Gauge
+	sessions          prometheus.Gauge
+	subscriptions     prometheus.Gauge
+	identifies        *prometheus.CounterVec
+	resumes           *prometheus.CounterVec
+	resumeSources     *prometheus.CounterVec
+	resumeTokenChecks *prometheus.CounterVec
+	closes            *prometheus.CounterVec
+	handovers         *prometheus.CounterVec
+	deliveries        prometheus.Counter
+	droppedEphemeral  prometheus.Counter
+	slowCloses        prometheus.Counter
+	sessionFills      prometheus.Counter
+	fillRetries       *prometheus.CounterVec
+	fillReads         prometheus.Counter
+	fillsInFlight     prometheus.Gauge
+	typingDropped     prometheus.Counter
+	presenceHidden    prometheus.Counter
+	viewLimited       prometheus.Counter
+	previews          prometheus.Counter
+	floodCloses       prometheus.Counter
 
 	admissionWaiting  prometheus.Gauge
 	admissionWait     *prometheus.HistogramVec
@@ -54,6 +55,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		resumeSources: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_gateway_resume_sources_total",
 			Help: "Where resumes were served from: buffer (this node's session and its replay buffer), handover (another node's, handed over the bus), sync (invalid_session: the client identifies afresh and catches up through /sync)."}, []string{"source"}),
+		resumeTokenChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_gateway_resume_token_checks_total",
+			Help: "How resumes' tokens were checked: session (against the token hash and expiry of the session held or handed over, no store read), store (SessionByToken)."}, []string{"by"}),
 		closes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_gateway_closes_total", Help: "Connections closed by the gateway, by close code."}, []string{"code"}),
 		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -109,6 +113,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.identifies = promutil.Register(reg, m.identifies)
 	m.resumes = promutil.Register(reg, m.resumes)
 	m.resumeSources = promutil.Register(reg, m.resumeSources)
+	m.resumeTokenChecks = promutil.Register(reg, m.resumeTokenChecks)
 	m.closes = promutil.Register(reg, m.closes)
 	m.handovers = promutil.Register(reg, m.handovers)
 	m.deliveries = promutil.Register(reg, m.deliveries)

@@ -103,6 +103,9 @@ func (p *partition) handOver(s *session, req handoverRequest) handoverReply {
 		}
 	}
 	rep.Admin, rep.Handle = s.admin, s.handle
+	if !s.expiresAt.IsZero() {
+		rep.ExpiresAt = s.expiresAt.UnixMicro()
+	}
 	for seq := req.Seq + 1; seq <= s.lastS; seq++ {
 		en := s.ring.at(seq)
 		rep.Entries = append(rep.Entries, handoverEntry{Tail: string(en.ev.tail), Ephemeral: en.ev.ephemeral})

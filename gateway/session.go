@@ -3,6 +3,7 @@ package gateway
 import (
 	"strings"
 	"sync"
+	"time"
 )
 
 // session is one identified client session: its id, who it acts for, its
@@ -17,7 +18,11 @@ type session struct {
 	userID      string
 	workspaceID string
 	tokenHash   string
-	p           *partition
+	// expiresAt is when the login it was identified with expires (zero:
+	// unknown, e.g. handed over by an older node). A resume checks the
+	// token against tokenHash and this without the store (identify.go).
+	expiresAt time.Time
+	p         *partition
 
 	watchMu      sync.Mutex        // orders changes of the presence watch (conn.go)
 	mu           sync.Mutex        // guards the fields up to the blank line

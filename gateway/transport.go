@@ -15,6 +15,7 @@ import (
 	"github.com/lesismal/nbio/nbhttp/websocket"
 
 	"parley"
+	"parley/internal/cloexec"
 )
 
 // The socket layer, on lesismal/nbio (docs/gateway.md says why). The
@@ -64,6 +65,9 @@ func newTransport(g *Gateway) (*transport, error) {
 	// place to put the corking writer under the websocket connection and
 	// to attach the gateway's conn to it.
 	t.engine.Engine.OnOpen(func(nc *nbio.Conn) {
+		// nbio's dup of the hijacked socket is not close-on-exec
+		// (package cloexec).
+		_ = cloexec.Set(nc)
 		wsc, ok := nc.Session().(*websocket.Conn)
 		if !ok {
 			return

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"parley/gateway"
 	"parley/presence"
@@ -44,11 +45,35 @@ func (n *node) openGateway() error {
 		IdentifyQueue:           n.opts.IdentifyQueue,
 		IdentifyQueueWait:       n.opts.IdentifyQueueWait,
 		FillConcurrency:         n.opts.FillConcurrency,
+		DrainHandover:           drainHandover(n.opts.DrainHandover),
+		LiveNodes:               n.liveNodes,
 	})
 	if err != nil {
 		return fmt.Errorf("start gateway: %w", err)
 	}
 	return nil
+}
+
+// drainHandover is --drain-handover as the gateway takes it (0 there is
+// its default; here it is off).
+func drainHandover(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
+// liveNodes lists the ids of the cluster's live nodes, this one included.
+func (n *node) liveNodes() []string {
+	if n.members == nil {
+		return []string{n.opts.NodeID}
+	}
+	live := n.members.Live()
+	ids := make([]string, len(live))
+	for i, m := range live {
+		ids[i] = m.ID
+	}
+	return ids
 }
 
 // identifyBurst is the burst that goes with --identify-rate: half a minute's

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package cloexec
+
+func setFD(int) {}
