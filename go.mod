@@ -21,6 +21,7 @@ require (
 require (
 	github.com/maypok86/otter/v2 v2.3.0
 	github.com/sony/gobreaker/v2 v2.4.0
+	github.com/wneessen/go-mail v0.7.2
 )
 
 require (
