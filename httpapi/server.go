@@ -90,6 +90,16 @@ type Config struct {
 	// webhooks. Nil: a client that follows no redirects.
 	CommandClient *http.Client
 
+	// Notify keeps email notification preferences (notify.go). Nil: the
+	// Store, if it keeps them, else those routes answer 503.
+	Notify parley.NotifyStore
+	// NotifySecret signs unsubscribe links (the notifier's secret). Nil: a
+	// random one, good until the process stops.
+	NotifySecret []byte
+	// EmailEnabled says an SMTP server is configured (GET /me/notifications
+	// tells clients).
+	EmailEnabled bool
+
 	// testRoutes are extra routes, for this package's tests only.
 	testRoutes []route
 }
@@ -122,7 +132,8 @@ type Server struct {
 	dir              parley.DirectoryQueries
 	limits           parley.BootLimits
 
-	integ *integ // bots, webhooks, commands (integrations.go)
+	integ  *integ       // bots, webhooks, commands (integrations.go)
+	notify *notifyState // email preferences, unsubscribe (notify.go)
 
 	metrics *metrics           // nil without a Registerer
 	panics  prometheus.Counter // parley_panics_total{where="http"}
@@ -168,6 +179,7 @@ func New(cfg Config) *Server {
 	s.rl = newLimiters(cfg, s.metrics.rejectedVec())
 	s.joins = newJoinLimiter(cfg, cfg.Registerer, s.log)
 	s.integ = newInteg(cfg, s)
+	s.notify = newNotifyState(cfg)
 	s.handler = s.buildHandler()
 	return s
 }
