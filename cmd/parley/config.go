@@ -41,6 +41,7 @@ type serveOptions struct {
 
 	limitOptions     // --trusted-proxies, --rate-* (limits.go)
 	directoryOptions // --region, --control-db, --directory-regions (directory.go)
+	emailOptions     // --smtp-*, --email-* (email.go)
 }
 
 // envPrefix starts the environment twin of every flag: --log-level is
@@ -69,6 +70,7 @@ func (o *serveOptions) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.IdentifyPerMin, "identify-rate", 0, "identify and resume attempts allowed per client IP per minute (default 120; raise it for load tests from one address)")
 	o.registerLimits(fs)
 	o.registerDirectory(fs)
+	o.registerEmail(fs)
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " [$" + envName(f.Name) + "]"
 	})
@@ -127,6 +129,9 @@ func (o *serveOptions) validate() error {
 		return err
 	}
 	if err := o.validateDirectory(); err != nil {
+		return err
+	}
+	if err := o.validateEmail(); err != nil {
 		return err
 	}
 	if _, err := parseLevel(o.LogLevel); err != nil {
