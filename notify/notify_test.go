@@ -32,7 +32,7 @@ var secret = []byte("test-email-secret-0123456789")
 // test moves past the interval.
 type clock struct{ off atomic.Int64 }
 
-func (c *clock) Now() time.Time           { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *clock) Advance(d time.Duration) { c.off.Add(int64(d)) }
 
 type env struct {
