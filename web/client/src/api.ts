@@ -27,6 +27,8 @@ import type {
 	Thread,
 	User,
 	UserStatus,
+	NotifyPrefs,
+	NotifySettings,
 	Workspace,
 } from './types';
 
@@ -236,6 +238,16 @@ export class Api {
 
 	setStatus(s: UserStatus): Promise<User> {
 		return this.request('PUT', '/me/status', s);
+	}
+
+	/** The caller's email notification preference. */
+	notifyPrefs(): Promise<NotifySettings> {
+		return this.request('GET', '/me/notifications');
+	}
+
+	/** Set the caller's email notification preference (either field may be left out). */
+	setNotifyPrefs(p: Partial<NotifyPrefs>): Promise<NotifySettings> {
+		return this.request('PUT', '/me/notifications', p, { idempotent: true });
 	}
 
 	/** Users by id (at most limits.max_batch_users per call). */
