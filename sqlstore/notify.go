@@ -115,6 +115,7 @@ func (s *Store) MissedItems(ctx context.Context, userID string, limit int) ([]pa
 		 JOIN users a ON a.id = m.user_id
 		 LEFT JOIN notify_sent ns ON ns.user_id = mn.user_id AND ns.channel_id = mn.channel_id
 		 WHERE mn.user_id = $1 AND mn.seq > cm.last_read_seq AND mn.seq > COALESCE(ns.seq, 0) AND m.deleted_at IS NULL
+		   AND w.deleted_at IS NULL
 		 UNION ALL
 		 SELECT `+missedColumns+`, 0 FROM channel_members cm
 		 JOIN channels c ON c.id = cm.channel_id
@@ -122,7 +123,7 @@ func (s *Store) MissedItems(ctx context.Context, userID string, limit int) ([]pa
 		 JOIN workspaces w ON w.id = cm.workspace_id
 		 JOIN users a ON a.id = m.user_id
 		 LEFT JOIN notify_sent ns ON ns.user_id = cm.user_id AND ns.channel_id = cm.channel_id
-		 WHERE cm.user_id = $1 AND c.kind IN ('dm', 'group_dm') AND c.msg_count > cm.read_ord
+		 WHERE cm.user_id = $1 AND c.kind IN ('dm', 'group_dm') AND c.msg_count > cm.read_ord AND w.deleted_at IS NULL
 		   AND m.ord IS NOT NULL AND m.deleted_at IS NULL AND m.user_id <> $1 AND m.seq > COALESCE(ns.seq, 0)`,
 		userID)
 	if err != nil {
