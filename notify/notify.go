@@ -164,16 +164,25 @@ func New(cfg Config) (*Notifier, error) {
 		return nil, fmt.Errorf("notify: SMTP client: %w", err)
 	}
 	n := &Notifier{cfg: cfg, log: log.With("component", "notify"), client: client}
-	n.sent = promutil.Register(cfg.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+	n.sent, n.items = RegisterMetrics(cfg.Registerer)
+	n.panics = promutil.Panics(cfg.Registerer).WithLabelValues("notify")
+	return n, nil
+}
+
+// RegisterMetrics registers (or finds) the notifier's series in reg; a
+// node without email registers them too, so they read 0 rather than vanish.
+func RegisterMetrics(reg prometheus.Registerer) (sent *prometheus.CounterVec, items prometheus.Counter) {
+	sent = promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "parley_notify_emails_total",
 		Help: "Notification emails by result: sent, failed (SMTP refused or unreachable).",
 	}, []string{"result"}))
-	n.items = promutil.Register(cfg.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
+	items = promutil.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "parley_notify_items_total",
 		Help: "Missed mentions and DM messages put in notification emails.",
 	}))
-	n.panics = promutil.Panics(cfg.Registerer).WithLabelValues("notify")
-	return n, nil
+	sent.WithLabelValues("sent")
+	sent.WithLabelValues("failed")
+	return sent, items
 }
 
 // Start scans every ScanInterval until Close.

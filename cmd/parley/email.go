@@ -65,6 +65,7 @@ func (o *emailOptions) validateEmail() error {
 func (n *node) startNotifier(baseURL string) error {
 	o := n.opts
 	if o.SMTPHost == "" {
+		notify.RegisterMetrics(n.reg) // at 0
 		n.log.Info("email notifications off (no --smtp-host)")
 		return nil
 	}
