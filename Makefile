@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test test-go s3-server bench-files test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike bench-breaker loadtest loadtest-audience chaos soak storm lint fuzz fuzz-short
+.PHONY: run build test test-go s3-server mailpit bench-files test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike bench-breaker loadtest loadtest-audience chaos soak storm lint fuzz fuzz-short
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -31,7 +31,7 @@ web/node_modules/.package-lock.json: web/package.json web/package-lock.json
 ## client's type check and unit tests, then the browser e2e suite
 test: lint web test-go fuzz-short test-web e2e
 
-test-go: s3-server
+test-go: s3-server mailpit
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
@@ -41,6 +41,12 @@ test-go: s3-server
 ## the S3 tests skip with the reason.
 s3-server:
 	@$(GO) run ./internal/s3test/cmd/build-s3-server || [ "$$CI" != "true" ]
+
+## mailpit: build the SMTP server the email tests run against (mailpit,
+## pinned in internal/mailtest) into the user cache directory, once; a
+## failed build skips those tests, unless CI=true (then it fails here)
+mailpit:
+	@$(GO) run ./internal/mailtest/cmd/build-mailpit || [ "$$CI" != "true" ]
 
 ## test-web: the web client's type check and unit tests; they include the first-load
 ## budget (web/app/bundle.test.ts), which reads the build, so build it first

@@ -22,6 +22,7 @@ require (
 	github.com/maypok86/otter/v2 v2.3.0
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/sony/gobreaker/v2 v2.4.0
+	github.com/wneessen/go-mail v0.7.2
 	golang.org/x/image v0.47.0
 )
 

@@ -11,6 +11,7 @@ import (
 
 	"parley"
 	"parley/auth"
+	"parley/notify"
 	"parley/sqlstore"
 )
 
@@ -28,6 +29,9 @@ const (
 	otherAdmin                  // the owner of workspace B
 	numPrincipals
 )
+
+// authzNotifySecret signs the matrix's unsubscribe links.
+var authzNotifySecret = []byte("authz-notify-secret")
 
 var principalNames = [numPrincipals]string{"anonymous", "outsider", "member", "admin", "other_admin"}
 
@@ -263,6 +267,9 @@ func authzRows() []authzRow {
 		}
 	}
 	post := func(f *authzFixture) any { return map[string]string{"text": "hi", "client_msg_id": uniq()} }
+	unsub := func(f *authzFixture) string {
+		return "/unsubscribe/" + notify.UnsubscribeToken(authzNotifySecret, f.users[member].ID)
+	}
 
 	return []authzRow{
 		{method: "POST", pattern: "/auth/signup", path: lit("/auth/signup"),
@@ -282,6 +289,15 @@ func authzRows() []authzRow {
 		{method: "PATCH", pattern: "/me", path: lit("/me"), body: body(map[string]string{"title": "Boss"}), want: anyUser},
 		{method: "PUT", pattern: "/me/status", path: lit("/me/status"),
 			body: body(map[string]string{"emoji": "palm_tree", "text": "away"}), want: anyUser},
+		{method: "GET", pattern: "/me/notifications", path: lit("/me/notifications"), want: anyUser},
+		{method: "PUT", pattern: "/me/notifications", path: lit("/me/notifications"),
+			body: body(map[string]any{"mode": "on", "interval_seconds": 3600}), want: anyUser},
+		{method: "GET", pattern: "/unsubscribe/{token}", path: unsub, want: allowAll},
+		{method: "GET", pattern: "/unsubscribe/{token}", variant: "forged", path: lit("/unsubscribe/bm9ib2R5.AAAA"),
+			want: [numPrincipals]int{s404, s404, s404, s404, s404}},
+		{method: "POST", pattern: "/unsubscribe/{token}", path: unsub, want: allowAll},
+		{method: "POST", pattern: "/unsubscribe/{token}", variant: "forged", path: lit("/unsubscribe/bm9ib2R5.AAAA"),
+			want: [numPrincipals]int{s404, s404, s404, s404, s404}},
 		{method: "POST", pattern: "/users/batch", path: lit("/users/batch"),
 			body: func(f *authzFixture) any { return map[string][]string{"ids": {f.users[member].ID}} },
 			want: anyUser,
@@ -702,6 +718,7 @@ func TestAuthzMatrix(t *testing.T) {
 			st := openStore(t, d, clk.Now)
 			e := newEnvWithStore(t, st, clk, func(c *Config) {
 				c.Rates = parley.LiveRatesOff()
+				c.NotifySecret = authzNotifySecret
 			})
 			runMatrix(t, e, d)
 		})

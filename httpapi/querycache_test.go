@@ -51,6 +51,7 @@ func TestAuthzMatrixCached(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			e := newCachedEnv(t, d, func(c *Config) {
 				c.Rates = parley.LiveRatesOff()
+				c.NotifySecret = authzNotifySecret
 			})
 			runMatrix(t, e, d)
 		})

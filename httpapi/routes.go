@@ -69,6 +69,10 @@ func (s *Server) routes() []route {
 		r(get, "/me", authed, "The caller's own user", s.getMe).needs(parley.ScopeChannelsRead),
 		r(patch, "/me", authed, "Update the caller's profile", s.updateMe),
 		r(put, "/me/status", authed, "Set the caller's custom status", s.setStatus),
+		r(get, "/me/notifications", authed, "The caller's email notification preference", s.getNotifyPrefs),
+		r(put, "/me/notifications", authed, "Set the caller's email notification preference (mode, interval_seconds)", s.setNotifyPrefs),
+		r(get, "/unsubscribe/{token}", public, "An email's unsubscribe link: a page to confirm turning email notifications off", s.unsubscribePage).in(TierAuth),
+		r(post, "/unsubscribe/{token}", public, "Turn email notifications off from an email's link (one-click, no login)", s.unsubscribe).in(TierAuth),
 		r(post, "/users/batch", authed, "Users by id, among those sharing a workspace with the caller", s.usersBatch).in(TierRead).needs(parley.ScopeChannelsRead),
 
 		// Workspaces.

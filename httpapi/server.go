@@ -94,6 +94,16 @@ type Config struct {
 	// routes answer 503.
 	Files *files.Service
 
+	// Notify keeps email notification preferences (notify.go). Nil: the
+	// Store, if it keeps them, else those routes answer 503.
+	Notify parley.NotifyStore
+	// NotifySecret signs unsubscribe links (the notifier's secret). Nil: a
+	// random one, good until the process stops.
+	NotifySecret []byte
+	// EmailEnabled says an SMTP server is configured (GET /me/notifications
+	// tells clients).
+	EmailEnabled bool
+
 	// testRoutes are extra routes, for this package's tests only.
 	testRoutes []route
 }
@@ -126,8 +136,9 @@ type Server struct {
 	dir              parley.DirectoryQueries
 	limits           parley.BootLimits
 
-	integ *integ         // bots, webhooks, commands (integrations.go)
-	files *files.Service // nil: file routes answer 503
+	integ  *integ         // bots, webhooks, commands (integrations.go)
+	files  *files.Service // nil: file routes answer 503
+	notify *notifyState   // email preferences, unsubscribe (notify.go)
 
 	metrics *metrics           // nil without a Registerer
 	panics  prometheus.Counter // parley_panics_total{where="http"}
@@ -174,6 +185,7 @@ func New(cfg Config) *Server {
 	s.rl = newLimiters(cfg, s.metrics.rejectedVec())
 	s.joins = newJoinLimiter(cfg, cfg.Registerer, s.log)
 	s.integ = newInteg(cfg, s)
+	s.notify = newNotifyState(cfg)
 	s.handler = s.buildHandler()
 	return s
 }

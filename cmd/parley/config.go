@@ -42,6 +42,7 @@ type serveOptions struct {
 	limitOptions     // --trusted-proxies, --rate-* (limits.go)
 	directoryOptions // --region, --control-db, --directory-regions (directory.go)
 	fileOptions      // --files-dir, --s3-*, --file-url-ttl (files.go)
+	emailOptions     // --smtp-*, --email-* (email.go)
 }
 
 // envPrefix starts the environment twin of every flag: --log-level is
@@ -71,6 +72,7 @@ func (o *serveOptions) register(fs *pflag.FlagSet) {
 	o.registerLimits(fs)
 	o.registerDirectory(fs)
 	o.registerFiles(fs)
+	o.registerEmail(fs)
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " [$" + envName(f.Name) + "]"
 	})
@@ -132,6 +134,9 @@ func (o *serveOptions) validate() error {
 		return err
 	}
 	if err := o.validateFiles(); err != nil {
+		return err
+	}
+	if err := o.validateEmail(); err != nil {
 		return err
 	}
 	if _, err := parseLevel(o.LogLevel); err != nil {

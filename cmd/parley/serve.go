@@ -30,6 +30,7 @@ import (
 	"parley/liveconfig"
 	"parley/natsbus"
 	"parley/nodes"
+	"parley/notify"
 	"parley/presence"
 	"parley/purge"
 	"parley/querycache"
@@ -118,6 +119,9 @@ type node struct {
 	// purger removes deleted workspaces' files and rows in the
 	// background (package purge); Files is the files feature's hook.
 	purger *purge.Purger
+	// notifier emails missed mentions and DMs (email.go); nil without
+	// --smtp-host.
+	notifier *notify.Notifier
 
 	// dir is the tenant directory's parts (directory.go); nil when off.
 	dir *nodeDirectory
@@ -300,12 +304,19 @@ func (n *node) Run(ctx context.Context) (err error) {
 		log.Warn("workspace purges not resumed", "err", err)
 	}
 
+	if err := n.startNotifier(apiURL); err != nil {
+		return err
+	}
+
 	panics := promutil.Panics(n.reg)
 	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.guarded), Exporter: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config,
 		LiveNodes:        func() int { return len(n.members.Live()) },
 		Integrations:     n.store,
 		Files:            n.files,
+		Notify:           n.store,
+		NotifySecret:     []byte(o.EmailSecret),
+		EmailEnabled:     n.notifier != nil,
 		WorkspaceDeleted: n.purger.Start})
 	n.api = newHTTPServer(httpapi.Recover(log, panics, rootHandler(api.Handler(), n.gateway, webui.Dist())), writeTimeout, log)
 	n.serve("api", n.api, n.apiLn)
@@ -401,6 +412,9 @@ func (n *node) close() error {
 	if n.stopSweep != nil {
 		n.stopSweep() // the sweeper stops before the store closes
 		n.sweeping.Wait()
+	}
+	if n.notifier != nil {
+		n.notifier.Close() // waits for a scan in progress
 	}
 	if n.presence != nil {
 		n.presence.Close() // says goodbye on the bus

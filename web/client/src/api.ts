@@ -29,6 +29,8 @@ import type {
 	User,
 	Upload,
 	UserStatus,
+	NotifyPrefs,
+	NotifySettings,
 	Workspace,
 } from './types';
 
@@ -241,6 +243,16 @@ export class Api {
 
 	setStatus(s: UserStatus): Promise<User> {
 		return this.request('PUT', '/me/status', s);
+	}
+
+	/** The caller's email notification preference. */
+	notifyPrefs(): Promise<NotifySettings> {
+		return this.request('GET', '/me/notifications');
+	}
+
+	/** Set the caller's email notification preference (either field may be left out). */
+	setNotifyPrefs(p: Partial<NotifyPrefs>): Promise<NotifySettings> {
+		return this.request('PUT', '/me/notifications', p, { idempotent: true });
 	}
 
 	/** Users by id (at most limits.max_batch_users per call). */

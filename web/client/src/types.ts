@@ -15,6 +15,22 @@ export interface UserStatus {
 	expires_at?: Time;
 }
 
+/** Email for missed mentions and DMs (GET/PUT /me/notifications, docs/email.md). */
+export type NotifyMode = 'off' | 'on';
+
+export interface NotifyPrefs {
+	mode: NotifyMode;
+	/** Least time between two emails, and how long an unread item waits: 900, 3600 or 86400. */
+	interval_seconds: number;
+}
+
+export interface NotifySettings extends NotifyPrefs {
+	/** The interval_seconds the server accepts. */
+	intervals: number[];
+	/** Whether the server sends email at all (an SMTP server is configured). */
+	email_enabled: boolean;
+}
+
 export interface User {
 	id: string;
 	/** Only ever present on the caller's own user. */

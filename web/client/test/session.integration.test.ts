@@ -81,6 +81,18 @@ function newSession(api: Api): Session {
 }
 
 describe('Session against a real server', () => {
+	it('reads and sets the email notification preference', async () => {
+		const api = new Api({ baseUrl: server.url });
+		await api.signup(newUser('mailer'));
+		const got = await api.notifyPrefs();
+		expect([got.mode, got.interval_seconds, got.intervals, got.email_enabled]).toEqual(['on', 900, [900, 3600, 86400], false]);
+		const set = await api.setNotifyPrefs({ interval_seconds: 3600 });
+		expect([set.mode, set.interval_seconds]).toEqual(['on', 3600]);
+		await api.setNotifyPrefs({ mode: 'off' });
+		expect((await api.notifyPrefs()).mode).toBe('off');
+		await expect(api.setNotifyPrefs({ interval_seconds: 5 })).rejects.toMatchObject({ status: 400, code: 'bad_request' });
+	});
+
 	it('delivers messages live, counts unread and mentions, notifies, resolves users lazily', async () => {
 		const { a, b, alice, bobAuth, ws, general } = await twoUsers();
 		const counts = new Map<string, number>();

@@ -1,0 +1,270 @@
+// Package mailtest starts a real SMTP server for tests: mailpit, built from
+// the Go module proxy at a pinned version, on random loopback ports, with
+// its HTTP API to read what it received.
+//
+// The binary is built once into the user cache directory
+// (<cache>/parley/mailpit-<version>/mailpit) and reused by later runs;
+// `make mailpit` builds it ahead of `make test`. Concurrent test binaries
+// take a file lock around the build. When the binary cannot be built or
+// started, the tests that need it are skipped with the reason, unless
+// CI=true, where they fail. PARLEY_MAILPIT names a binary to use instead.
+//
+// Only tests and the build command (cmd/build-mailpit) import it.
+package mailtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Module and Version are what is built.
+const (
+	Module  = "github.com/axllent/mailpit"
+	Version = "v1.27.11"
+)
+
+// Server is a running mailpit.
+type Server struct {
+	SMTPHost string // 127.0.0.1
+	SMTPPort int
+	APIURL   string // http://127.0.0.1:port
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// BinaryPath is where the binary is built.
+func BinaryPath() (string, error) {
+	if p := os.Getenv("PARLEY_MAILPIT"); p != "" {
+		return p, nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("mailtest: no cache directory: %w", err)
+	}
+	return filepath.Join(dir, "parley", "mailpit-"+Version, "mailpit"), nil
+}
+
+// Build builds the binary unless it is there already, and returns its path.
+func Build() (string, error) {
+	buildOnce.Do(func() { binPath, buildErr = build() })
+	return binPath, buildErr
+}
+
+func build() (string, error) {
+	p, err := BinaryPath()
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	if os.Getenv("PARLEY_MAILPIT") != "" {
+		return "", fmt.Errorf("mailtest: PARLEY_MAILPIT=%s: no such file", p)
+	}
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("mailtest: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("mailtest: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("mailtest: lock: %w", err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if _, err := os.Stat(p); err == nil { // another process built it
+		return p, nil
+	}
+	goBin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		goBin = "go"
+	}
+	cmd := exec.Command(goBin, "install", Module+"@"+Version)
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-buildvcs=false", "CGO_ENABLED=0")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("mailtest: go install %s@%s: %w\n%s", Module, Version, err, out.Bytes())
+	}
+	return p, nil
+}
+
+// Start starts a mailpit for the test and stops it at cleanup. It skips
+// the test when mailpit cannot be built or started, unless CI=true.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	fail := func(err error) {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("mailpit: %v", err)
+		}
+		tb.Skipf("SKIPPED: no SMTP server (run `make mailpit`; under CI=true this fails): %v", err)
+	}
+	bin, err := Build()
+	if err != nil {
+		fail(err)
+	}
+	srv, stop, err := Run(bin, tb.TempDir())
+	if err != nil {
+		fail(err)
+	}
+	tb.Cleanup(stop)
+	return srv
+}
+
+// Run starts mailpit with its database in dir, SMTP and HTTP on free
+// loopback ports, and waits until both listen; stop kills it.
+func Run(bin, dir string) (srv *Server, stop func(), err error) {
+	smtpPort, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	httpPort, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	smtpAddr := "127.0.0.1:" + strconv.Itoa(smtpPort)
+	httpAddr := "127.0.0.1:" + strconv.Itoa(httpPort)
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "--smtp", smtpAddr, "--listen", httpAddr,
+		"--database", filepath.Join(dir, "mailpit.db"), "--disable-version-check",
+		"--smtp-auth-accept-any", "--smtp-auth-allow-insecure", "--quiet")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start mailpit: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop = func() {
+		cmd.Process.Kill()
+		<-exited
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, addr := range []string{smtpAddr, httpAddr} {
+		for {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case err := <-exited:
+				return nil, nil, fmt.Errorf("mailpit exited: %v\n%s", err, logs.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				stop()
+				return nil, nil, fmt.Errorf("mailpit did not listen on %s within 20 s\n%s", addr, logs.String())
+			}
+			time.Sleep(20 * time.Millisecond) // polling a port, not synchronising goroutines
+		}
+	}
+	return &Server{SMTPHost: "127.0.0.1", SMTPPort: smtpPort, APIURL: "http://" + httpAddr}, stop, nil
+}
+
+// Address is a name and address in mailpit's API.
+type Address struct {
+	Name    string `json:"Name"`
+	Address string `json:"Address"`
+}
+
+// Summary is one message in the list.
+type Summary struct {
+	ID      string    `json:"ID"`
+	From    Address   `json:"From"`
+	To      []Address `json:"To"`
+	Subject string    `json:"Subject"`
+}
+
+// Message is one message in full.
+type Message struct {
+	ID      string    `json:"ID"`
+	From    Address   `json:"From"`
+	To      []Address `json:"To"`
+	Subject string    `json:"Subject"`
+	Text    string    `json:"Text"`
+	HTML    string    `json:"HTML"`
+}
+
+// Messages lists what mailpit received, newest first.
+func (s *Server) Messages(tb testing.TB) []Summary {
+	tb.Helper()
+	var out struct {
+		Messages []Summary `json:"messages"`
+	}
+	s.get(tb, "/api/v1/messages?limit=500", &out)
+	return out.Messages
+}
+
+// Message reads one message.
+func (s *Server) Message(tb testing.TB, id string) Message {
+	tb.Helper()
+	var m Message
+	s.get(tb, "/api/v1/message/"+url.PathEscape(id), &m)
+	return m
+}
+
+// Headers reads one message's headers.
+func (s *Server) Headers(tb testing.TB, id string) map[string][]string {
+	tb.Helper()
+	h := map[string][]string{}
+	s.get(tb, "/api/v1/message/"+url.PathEscape(id)+"/headers", &h)
+	return h
+}
+
+// Clear deletes every message.
+func (s *Server) Clear(tb testing.TB) {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, s.APIURL+"/api/v1/messages", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatalf("mailpit: clear: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("mailpit: clear: %s", resp.Status)
+	}
+}
+
+func (s *Server) get(tb testing.TB, path string, v any) {
+	tb.Helper()
+	resp, err := http.Get(s.APIURL + path)
+	if err != nil {
+		tb.Fatalf("mailpit: GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("mailpit: GET %s: %s: %s", path, resp.Status, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		tb.Fatalf("mailpit: GET %s: %v: %s", path, err, body)
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
