@@ -2,7 +2,7 @@
 // the Go module proxy at a pinned version, on random loopback ports, with
 // its HTTP API to read what it received.
 //
-// The binary is built once into the user cache directory
+// The binary is built once (package gotool) into the user cache directory
 // (<cache>/parley/mailpit-<version>/mailpit) and reused by later runs;
 // `make mailpit` builds it ahead of `make test`. Concurrent test binaries
 // take a file lock around the build. When the binary cannot be built or
@@ -22,10 +22,9 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"parley/internal/gotool"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -43,70 +42,15 @@ type Server struct {
 	APIURL   string // http://127.0.0.1:port
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// tool is the binary, built once into the user cache directory
+// (package gotool); PARLEY_MAILPIT names one to use instead.
+var tool = gotool.Tool{Name: "mailpit", Package: Module, Version: Version, Env: "PARLEY_MAILPIT"}
 
 // BinaryPath is where the binary is built.
-func BinaryPath() (string, error) {
-	if p := os.Getenv("PARLEY_MAILPIT"); p != "" {
-		return p, nil
-	}
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("mailtest: no cache directory: %w", err)
-	}
-	return filepath.Join(dir, "parley", "mailpit-"+Version, "mailpit"), nil
-}
+func BinaryPath() (string, error) { return tool.Path() }
 
 // Build builds the binary unless it is there already, and returns its path.
-func Build() (string, error) {
-	buildOnce.Do(func() { binPath, buildErr = build() })
-	return binPath, buildErr
-}
-
-func build() (string, error) {
-	p, err := BinaryPath()
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(p); err == nil {
-		return p, nil
-	}
-	if os.Getenv("PARLEY_MAILPIT") != "" {
-		return "", fmt.Errorf("mailtest: PARLEY_MAILPIT=%s: no such file", p)
-	}
-	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("mailtest: %w", err)
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", fmt.Errorf("mailtest: %w", err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("mailtest: lock: %w", err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(p); err == nil { // another process built it
-		return p, nil
-	}
-	goBin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	cmd := exec.Command(goBin, "install", Module+"@"+Version)
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-buildvcs=false", "CGO_ENABLED=0")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("mailtest: go install %s@%s: %w\n%s", Module, Version, err, out.Bytes())
-	}
-	return p, nil
-}
+func Build() (string, error) { return tool.Build() }
 
 // Start starts a mailpit for the test and stops it at cleanup. It skips
 // the test when mailpit cannot be built or started, unless CI=true.

@@ -2,7 +2,7 @@
 // the Go module proxy at a pinned version with a POSIX backend in a
 // temporary directory, on a random loopback port.
 //
-// The binary is built once into the user cache directory
+// The binary is built once (package gotool) into the user cache directory
 // (<cache>/parley/versitygw-<version>/versitygw) and reused by every later
 // run; `make s3-server` builds it ahead of `make test`. Concurrent test
 // binaries take a file lock around the build. When the build fails the
@@ -21,10 +21,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"parley/internal/gotool"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -42,70 +40,15 @@ type Server struct {
 	SecretKey string
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// tool is the binary, built once into the user cache directory
+// (package gotool); PARLEY_VERSITYGW names one to use instead.
+var tool = gotool.Tool{Name: "versitygw", Package: Module + "/cmd/versitygw", Version: Version, Env: "PARLEY_VERSITYGW"}
 
 // BinaryPath is where the binary is built.
-func BinaryPath() (string, error) {
-	if p := os.Getenv("PARLEY_VERSITYGW"); p != "" {
-		return p, nil
-	}
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("s3test: no cache directory: %w", err)
-	}
-	return filepath.Join(dir, "parley", "versitygw-"+Version, "versitygw"), nil
-}
+func BinaryPath() (string, error) { return tool.Path() }
 
 // Build builds the binary unless it is there already, and returns its path.
-func Build() (string, error) {
-	buildOnce.Do(func() { binPath, buildErr = build() })
-	return binPath, buildErr
-}
-
-func build() (string, error) {
-	p, err := BinaryPath()
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(p); err == nil {
-		return p, nil
-	}
-	if os.Getenv("PARLEY_VERSITYGW") != "" {
-		return "", fmt.Errorf("s3test: PARLEY_VERSITYGW=%s: no such file", p)
-	}
-	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("s3test: %w", err)
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", fmt.Errorf("s3test: %w", err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("s3test: lock: %w", err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(p); err == nil { // another process built it
-		return p, nil
-	}
-	goBin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	cmd := exec.Command(goBin, "install", Module+"/cmd/versitygw@"+Version)
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-buildvcs=false", "CGO_ENABLED=0")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("s3test: go install %s@%s: %w\n%s", Module, Version, err, out.Bytes())
-	}
-	return p, nil
-}
+func Build() (string, error) { return tool.Build() }
 
 // Start starts a versitygw for the test and stops it at cleanup. It skips
 // the test when the binary cannot be built, unless CI=true.
