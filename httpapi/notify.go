@@ -82,6 +82,9 @@ func (s *Server) setNotifyPrefs(w http.ResponseWriter, r *http.Request, c *calle
 	if err := decode(r, &in, false); err != nil {
 		return err
 	}
+	if in.Mode == nil && in.IntervalSeconds == nil {
+		return parley.Errorf(parley.EINVALID, "give mode, interval_seconds or both")
+	}
 	p, err := st.NotifyPrefs(r.Context(), c.UserID)
 	if err != nil {
 		return err
