@@ -63,8 +63,9 @@ test('admin adds a bot, a webhook and a slash command; the composer runs it', as
 		await dialog.getByTestId('webhook-channel').selectOption({ label: '#general' });
 		await dialog.getByTestId('webhook-name').fill('CI');
 		await dialog.getByTestId('webhook-create').click();
+		// The bot token stays shown until the webhook's URL replaces it.
+		await expect(dialog.getByTestId('integ-secret')).toContainText('/api/v1/hooks/');
 		const hookURL = (await dialog.getByTestId('integ-secret').textContent())!.trim();
-		expect(hookURL).toContain('/api/v1/hooks/');
 
 		// A slash command pointing at the endpoint above.
 		await dialog.getByTestId('integ-tab-commands').click();
@@ -72,6 +73,7 @@ test('admin adds a bot, a webhook and a slash command; the composer runs it', as
 		await dialog.getByTestId('integration-url').fill(endpoint.url);
 		await dialog.getByTestId('integration-create').click();
 		await expect(dialog.getByTestId('integration-row').filter({ hasText: '/echo' })).toBeVisible();
+		await expect(dialog.getByTestId('integ-secret')).not.toHaveText(hookURL); // the command's signing secret now
 		secret = (await dialog.getByTestId('integ-secret').textContent())!.trim();
 		await dialog.getByTestId('close-dialog').click();
 
