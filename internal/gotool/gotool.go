@@ -11,11 +11,13 @@ package gotool
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Tool is one command to build.
@@ -110,4 +112,52 @@ func (t Tool) build() (string, error) {
 		return "", fmt.Errorf("%s: go install %s@%s: %w\n%s", t.Name, t.Package, t.Version, err, out.Bytes())
 	}
 	return p, nil
+}
+
+// FreePort is a TCP port on 127.0.0.1 the kernel had free a moment ago.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Serve starts cmd, the server named name, and waits up to 20 s until it
+// listens on every one of addrs; stop kills it and waits for it. Its
+// output is kept and shown when it exits early or never listens.
+func Serve(name string, cmd *exec.Cmd, addrs ...string) (stop func(), err error) {
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop = func() {
+		cmd.Process.Kill()
+		<-exited
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, addr := range addrs {
+		for {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case err := <-exited:
+				return nil, fmt.Errorf("%s exited: %v\n%s", name, err, logs.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				stop()
+				return nil, fmt.Errorf("%s did not listen on %s within 20 s\n%s", name, addr, logs.String())
+			}
+			time.Sleep(20 * time.Millisecond) // polling a port, not synchronising goroutines
+		}
+	}
+	return stop, nil
 }

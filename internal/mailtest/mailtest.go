@@ -13,11 +13,8 @@
 package mailtest
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -26,7 +23,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 )
 
 // Module and Version are what is built.
@@ -77,49 +73,21 @@ func Start(tb testing.TB) *Server {
 // Run starts mailpit with its database in dir, SMTP and HTTP on free
 // loopback ports, and waits until both listen; stop kills it.
 func Run(bin, dir string) (srv *Server, stop func(), err error) {
-	smtpPort, err := freePort()
+	smtpPort, err := gotool.FreePort()
 	if err != nil {
 		return nil, nil, err
 	}
-	httpPort, err := freePort()
+	httpPort, err := gotool.FreePort()
 	if err != nil {
 		return nil, nil, err
 	}
 	smtpAddr := "127.0.0.1:" + strconv.Itoa(smtpPort)
 	httpAddr := "127.0.0.1:" + strconv.Itoa(httpPort)
-	var logs bytes.Buffer
 	cmd := exec.Command(bin, "--smtp", smtpAddr, "--listen", httpAddr,
 		"--database", filepath.Join(dir, "mailpit.db"), "--disable-version-check",
 		"--smtp-auth-accept-any", "--smtp-auth-allow-insecure", "--quiet")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start mailpit: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop = func() {
-		cmd.Process.Kill()
-		<-exited
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for _, addr := range []string{smtpAddr, httpAddr} {
-		for {
-			c, err := net.DialTimeout("tcp", addr, time.Second)
-			if err == nil {
-				c.Close()
-				break
-			}
-			select {
-			case err := <-exited:
-				return nil, nil, fmt.Errorf("mailpit exited: %v\n%s", err, logs.String())
-			default:
-			}
-			if time.Now().After(deadline) {
-				stop()
-				return nil, nil, fmt.Errorf("mailpit did not listen on %s within 20 s\n%s", addr, logs.String())
-			}
-			time.Sleep(20 * time.Millisecond) // polling a port, not synchronising goroutines
-		}
+	if stop, err = gotool.Serve("mailpit", cmd, smtpAddr, httpAddr); err != nil {
+		return nil, nil, err
 	}
 	return &Server{SMTPHost: "127.0.0.1", SMTPPort: smtpPort, APIURL: "http://" + httpAddr}, stop, nil
 }
@@ -202,13 +170,4 @@ func (s *Server) get(tb testing.TB, path string, v any) {
 	if err := json.Unmarshal(body, v); err != nil {
 		tb.Fatalf("mailpit: GET %s: %v: %s", path, err, body)
 	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

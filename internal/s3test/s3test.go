@@ -14,17 +14,14 @@
 package s3test
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"parley/internal/gotool"
 	"strconv"
 	"testing"
-	"time"
 )
 
 // Module and Version are what is built.
@@ -76,53 +73,18 @@ func Run(bin, root string) (srv *Server, stop func(), err error) {
 		return nil, nil, fmt.Errorf("s3test: %w", err)
 	}
 	srv = &Server{AccessKey: "parley" + randHex(4), SecretKey: randHex(16)}
-	port, err := freePort()
+	port, err := gotool.FreePort()
 	if err != nil {
 		return nil, nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	var logs bytes.Buffer
 	cmd := exec.Command(bin, "--access", srv.AccessKey, "--secret", srv.SecretKey,
 		"--port", addr, "posix", root)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start versitygw: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop = func() {
-		cmd.Process.Kill()
-		<-exited
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case err := <-exited:
-			return nil, nil, fmt.Errorf("versitygw exited: %v\n%s", err, logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, nil, fmt.Errorf("versitygw did not listen on %s within 20 s\n%s", addr, logs.String())
-		}
-		time.Sleep(20 * time.Millisecond) // polling a port, not synchronising goroutines
+	if stop, err = gotool.Serve("versitygw", cmd, addr); err != nil {
+		return nil, nil, err
 	}
 	srv.Endpoint = "http://" + addr
 	return srv, stop, nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randHex(n int) string {
