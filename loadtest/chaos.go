@@ -317,24 +317,11 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 		return nil, err
 	}
 	r.nodes = nodes
-	for _, n := range nodes {
-		_ = os.Remove(n.logPath)
-		if err := n.start(); err != nil {
-			return nil, err
-		}
+	stop, err := startNodes(ctx, nodes)
+	if err != nil {
+		return nil, err
 	}
-	defer func() {
-		var wg sync.WaitGroup
-		for _, n := range nodes {
-			wg.Go(n.terminate)
-		}
-		wg.Wait()
-	}()
-	for _, n := range nodes {
-		if err := n.waitReady(ctx, 60*time.Second); err != nil {
-			return nil, err
-		}
-	}
+	defer stop()
 	r.logf("%d nodes ready: %s", len(nodes), strings.Join(r.apiURLs(0), " "))
 
 	readers, err := r.connectReaders(ctx)

@@ -101,6 +101,36 @@ func newChaosNodes(execCmd []string, n int, dbURL, natsURL, dir string) ([]*chao
 	return nodes, nil
 }
 
+// startNodes starts every node with a fresh log and waits until each is
+// ready; stop terminates them all. On an error the nodes already started
+// are terminated before it returns.
+func startNodes(ctx context.Context, nodes []*chaosNode) (stop func(), err error) {
+	stop = func() {
+		var wg sync.WaitGroup
+		for _, n := range nodes {
+			wg.Go(n.terminate)
+		}
+		wg.Wait()
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	for _, n := range nodes {
+		_ = os.Remove(n.logPath)
+		if err := n.start(); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range nodes {
+		if err := n.waitReady(ctx, 60*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	return stop, nil
+}
+
 // start runs the node's process (its output appended to its log).
 func (n *chaosNode) start() error {
 	n.mu.Lock()

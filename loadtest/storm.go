@@ -254,23 +254,12 @@ func RunStorm(ctx context.Context, cfg StormConfig) (*StormReport, error) {
 	for _, n := range nodes {
 		// Every socket and post comes from this machine.
 		n.args = append(n.args, "--log-level", "warn", "--rate-write-ip", "off", "--rate-create-ip", "off")
-		_ = os.Remove(n.logPath)
-		if err := n.start(); err != nil {
-			return nil, err
-		}
 	}
-	defer func() {
-		var wg sync.WaitGroup
-		for _, n := range nodes {
-			wg.Go(n.terminate)
-		}
-		wg.Wait()
-	}()
-	for _, n := range nodes {
-		if err := n.waitReady(ctx, 60*time.Second); err != nil {
-			return nil, err
-		}
+	stop, err := startNodes(ctx, nodes)
+	if err != nil {
+		return nil, err
 	}
+	defer stop()
 	t := time.Now()
 	if err := r.connect(ctx); err != nil {
 		return nil, err
