@@ -335,8 +335,10 @@ func call[T any](g *Guard, ctx context.Context, p Purpose, fn func(context.Conte
 }
 
 // Lost reports whether err is a broken connection to the database (reset,
-// closed, refused, timed out at the network), as opposed to an error the
-// database answered with. The guard turns such an error into a 503 under
+// closed, refused, timed out at the network, or ended by the server), or a
+// lost race the store's retries did not win (deadlock, serialization), as
+// opposed to an error the database answered with that trying again would
+// not change. The guard turns such an error into a 503 under
 // its calls; the HTTP layer does the same for calls made while the guard
 // is off.
 func Lost(err error) bool {
