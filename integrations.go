@@ -147,6 +147,9 @@ type CommandResponse struct {
 	ChannelID     string
 	UserID        string
 	BotID         string
+	// ThreadRootID is the thread the command was typed in ("" for the
+	// channel): answers at the response_url go there too.
+	ThreadRootID string
 }
 
 // AuditEntry is one thing a bot did.
@@ -168,12 +171,14 @@ type AuditPage struct {
 // EphemeralMessage is shown to one user only and never stored: a slash
 // command's private answer (event message.ephemeral on the user's topic).
 type EphemeralMessage struct {
-	ID           string    `json:"id"`
-	ChannelID    string    `json:"channel_id"`
-	UserID       string    `json:"user_id"` // the bot (or the server) it comes from
-	Text         string    `json:"text"`
-	ThreadRootID string    `json:"thread_root_id,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
+	ID           string `json:"id"`
+	ChannelID    string `json:"channel_id"`
+	UserID       string `json:"user_id"` // the bot (or the server) it comes from
+	Text         string `json:"text"`
+	ThreadRootID string `json:"thread_root_id,omitempty"`
+	// BotProfile: the name and icon a command's answer asked for.
+	BotProfile *BotProfile `json:"bot_profile,omitempty"`
+	CreatedAt  time.Time   `json:"created_at"`
 }
 
 // IntegrationStore keeps bots, tokens, webhooks, commands and the audit

@@ -169,6 +169,21 @@ type Message struct {
 	// Files are the attached files, in the order of file_ids (absent:
 	// none). Signed URLs are never here: GET /files/{id} hands them out.
 	Files []File `json:"files,omitempty"`
+	// BotProfile is the name and icon a bot's message asked to be shown
+	// with (an incoming webhook's or a command answer's username,
+	// icon_emoji, icon_url); absent on every other message.
+	BotProfile *BotProfile `json:"bot_profile,omitempty"`
+}
+
+// BotProfile is how one bot message presents itself, Slack's per-message
+// overrides. Only a bot user's message may carry one, and clients show it
+// beside the bot's BOT badge, never instead of it: a webhook can call
+// itself "Alice" but cannot pass for the person. ValidateBotProfile says
+// what each field may hold.
+type BotProfile struct {
+	Name      string `json:"name,omitempty"`
+	IconEmoji string `json:"icon_emoji,omitempty"` // a shortcode, without colons
+	IconURL   string `json:"icon_url,omitempty"`   // http or https only
 }
 
 // ReadState is a user's read marker in a channel.

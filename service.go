@@ -185,6 +185,10 @@ type NewMessage struct {
 	// has not attached yet (at most MaxFilesPerMessage); the message
 	// takes them.
 	FileIDs []string `json:"file_ids,omitempty"`
+	// BotProfile is set by the server for a bot's post (incoming webhooks,
+	// command answers), never read from a request body; the store refuses
+	// it from anyone but a bot.
+	BotProfile *BotProfile `json:"-"`
 }
 
 // HistoryQuery pages a channel's history by seq.

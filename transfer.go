@@ -166,6 +166,7 @@ type ExportMessage struct {
 	PinnedBy     string           `json:"pinned_by,omitempty"`
 	PinnedAt     *time.Time       `json:"pinned_at,omitempty"`
 	Files        []ImportFile     `json:"files,omitempty"`
+	BotProfile   *BotProfile      `json:"bot_profile,omitempty"`
 }
 
 // ExportReaction is one emoji on a message with its users, in reaction order.

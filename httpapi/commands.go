@@ -94,9 +94,13 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request, c *caller) e
 	if !ch.IsMember {
 		return parley.Errorf(parley.EFORBIDDEN, "you are not a member of this channel")
 	}
-	res, err := s.builtin(ctx, c, ch, name, in.Text, in.ThreadRootID)
+	if err := s.checkThread(ctx, c, ch, in.ThreadRootID); err != nil {
+		return err
+	}
+	cc := &cmdCall{caller: c, ch: ch, root: in.ThreadRootID}
+	res, err := s.builtin(ctx, cc, name, in.Text)
 	if errors.Is(err, errNotBuiltin) {
-		res, err = s.externalCommand(ctx, r, c, ch, name, in.Text, in.ThreadRootID)
+		res, err = s.externalCommand(ctx, r, cc, name, in.Text)
 	}
 	if err != nil {
 		return err
@@ -107,12 +111,42 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request, c *caller) e
 
 var errNotBuiltin = errors.New("not a built-in command")
 
+// cmdCall is where a command was typed: by whom, in which channel, and in
+// which thread of it ("" for the channel itself). Its posts, notices and
+// delayed answers all go there.
+type cmdCall struct {
+	*caller
+	ch   *parley.Channel
+	root string
+}
+
+// checkThread refuses a command typed in a thread that is not a top-level
+// message of ch as the caller sees it: a reply, a deleted root, a message
+// of another channel or workspace are all 404, before any URL is called.
+func (s *Server) checkThread(ctx context.Context, c *caller, ch *parley.Channel, root string) error {
+	if root == "" {
+		return nil
+	}
+	m, err := s.store.GetMessage(ctx, c.UserID, root)
+	if err != nil {
+		if parley.ErrorCode(err) == parley.ENOTFOUND {
+			return parley.Errorf(parley.ENOTFOUND, "thread not found in this channel")
+		}
+		return err
+	}
+	if m.ChannelID != ch.ID || m.ThreadRootID != "" {
+		return parley.Errorf(parley.ENOTFOUND, "thread not found in this channel")
+	}
+	return nil
+}
+
 // builtin runs /me, /shrug, /topic, /invite and /leave. A user error
 // (no such person, no right to change the topic) is the caller's
 // ephemeral notice, not an HTTP error: the composer shows it in place.
-func (s *Server) builtin(ctx context.Context, c *caller, ch *parley.Channel, name, text, root string) (*commandResult, error) {
+func (s *Server) builtin(ctx context.Context, cc *cmdCall, name, text string) (*commandResult, error) {
+	c, ch := cc.caller, cc.ch
 	post := func(t string) (*commandResult, error) {
-		m, _, err := s.store.PostMessage(ctx, c.UserID, ch.ID, parley.NewMessage{Text: t, ThreadRootID: root})
+		m, _, err := s.store.PostMessage(ctx, c.UserID, ch.ID, parley.NewMessage{Text: t, ThreadRootID: cc.root})
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +156,7 @@ func (s *Server) builtin(ctx context.Context, c *caller, ch *parley.Channel, nam
 	switch name {
 	case "me":
 		if text == "" {
-			return s.notice(ctx, c, ch, "", "Usage: /me [action], e.g. /me waves")
+			return s.notice(ctx, cc, "", "Usage: /me [action], e.g. /me waves")
 		}
 		return post("_" + text + "_")
 	case "shrug":
@@ -130,16 +164,16 @@ func (s *Server) builtin(ctx context.Context, c *caller, ch *parley.Channel, nam
 	case "topic":
 		t := text
 		if _, err := s.store.UpdateChannel(ctx, c.UserID, ch.ID, parley.ChannelPatch{Topic: &t}); err != nil {
-			return s.userError(ctx, c, ch, "", err)
+			return s.userError(ctx, cc, "", err)
 		}
 		if t == "" {
-			return s.notice(ctx, c, ch, "", "Topic cleared.")
+			return s.notice(ctx, cc, "", "Topic cleared.")
 		}
-		return s.notice(ctx, c, ch, "", "Topic set to: "+t)
+		return s.notice(ctx, cc, "", "Topic set to: "+t)
 	case "invite":
 		handle := strings.TrimPrefix(strings.TrimSpace(text), "@")
 		if handle == "" || strings.ContainsAny(handle, " \t") {
-			return s.notice(ctx, c, ch, "", "Usage: /invite @person")
+			return s.notice(ctx, cc, "", "Usage: /invite @person")
 		}
 		page, err := s.store.ListWorkspaceUsers(ctx, c.UserID, ch.WorkspaceID, parley.UserQuery{Q: handle, Limit: 50})
 		if err != nil {
@@ -152,39 +186,46 @@ func (s *Server) builtin(ctx context.Context, c *caller, ch *parley.Channel, nam
 			}
 		}
 		if id == "" {
-			return s.notice(ctx, c, ch, "", fmt.Sprintf("Nobody called @%s is in this workspace.", handle))
+			return s.notice(ctx, cc, "", fmt.Sprintf("Nobody called @%s is in this workspace.", handle))
 		}
 		if _, err := s.store.AddMembers(ctx, c.UserID, ch.ID, []string{id}); err != nil {
-			return s.userError(ctx, c, ch, "", err)
+			return s.userError(ctx, cc, "", err)
 		}
-		return s.notice(ctx, c, ch, "", fmt.Sprintf("Added @%s to this channel.", handle))
+		return s.notice(ctx, cc, "", fmt.Sprintf("Added @%s to this channel.", handle))
 	case "leave":
 		if err := s.store.LeaveChannel(ctx, c.UserID, ch.ID); err != nil {
-			return s.userError(ctx, c, ch, "", err)
+			return s.userError(ctx, cc, "", err)
 		}
 		return &commandResult{ResponseType: integrations.Ephemeral}, nil
 	case "remind":
-		return s.notice(ctx, c, ch, "", "/remind is not available yet.")
+		return s.notice(ctx, cc, "", "/remind is not available yet.")
 	}
 	return nil, errNotBuiltin
 }
 
 // userError turns a refusal the caller can understand into an ephemeral
 // notice; anything else stays an error.
-func (s *Server) userError(ctx context.Context, c *caller, ch *parley.Channel, from string, err error) (*commandResult, error) {
+func (s *Server) userError(ctx context.Context, cc *cmdCall, from string, err error) (*commandResult, error) {
 	switch parley.ErrorCode(err) {
 	case parley.EFORBIDDEN, parley.ENOTFOUND, parley.EINVALID, parley.ECONFLICT, parley.ELIMIT, parley.ETOOLARGE:
-		return s.notice(ctx, c, ch, from, parley.ErrorMessage(err))
+		return s.notice(ctx, cc, from, parley.ErrorMessage(err))
 	}
 	return nil, err
 }
 
-// notice shows text to the caller only: message.ephemeral to their
-// sessions, and in the answer.
-func (s *Server) notice(ctx context.Context, c *caller, ch *parley.Channel, from, text string) (*commandResult, error) {
-	m := &parley.EphemeralMessage{ID: parley.NewID(parley.PrefixEphemeralMsg), ChannelID: ch.ID, UserID: from, Text: text, CreatedAt: s.now().UTC()}
+// notice shows text to the caller only, in the channel or thread the
+// command was typed in: message.ephemeral to their sessions, and in the
+// answer.
+func (s *Server) notice(ctx context.Context, cc *cmdCall, from, text string) (*commandResult, error) {
+	return s.noticeAs(ctx, cc, from, text, nil)
+}
+
+// noticeAs is notice with the bot's name and icon of a command's answer.
+func (s *Server) noticeAs(ctx context.Context, cc *cmdCall, from, text string, profile *parley.BotProfile) (*commandResult, error) {
+	m := &parley.EphemeralMessage{ID: parley.NewID(parley.PrefixEphemeralMsg), ChannelID: cc.ch.ID, UserID: from, Text: text,
+		ThreadRootID: cc.root, BotProfile: profile, CreatedAt: s.now().UTC()}
 	if st := s.integ.store; st != nil {
-		if err := st.SendEphemeral(ctx, ch.WorkspaceID, c.UserID, *m); err != nil {
+		if err := st.SendEphemeral(ctx, cc.ch.WorkspaceID, cc.UserID, *m); err != nil {
 			return nil, err
 		}
 	}
@@ -193,7 +234,8 @@ func (s *Server) notice(ctx context.Context, c *caller, ch *parley.Channel, from
 
 // externalCommand calls the workspace's command URL and posts or shows
 // its answer. Every failure of the URL is the caller's ephemeral notice.
-func (s *Server) externalCommand(ctx context.Context, r *http.Request, c *caller, ch *parley.Channel, name, text, root string) (*commandResult, error) {
+func (s *Server) externalCommand(ctx context.Context, r *http.Request, cc *cmdCall, name, text string) (*commandResult, error) {
+	c, ch := cc.caller, cc.ch
 	st, err := s.needInteg()
 	if err != nil {
 		return nil, err
@@ -201,7 +243,7 @@ func (s *Server) externalCommand(ctx context.Context, r *http.Request, c *caller
 	cmd, err := st.CommandByName(ctx, ch.WorkspaceID, name)
 	if err != nil {
 		if parley.ErrorCode(err) == parley.ENOTFOUND {
-			return s.notice(ctx, c, ch, "", fmt.Sprintf("/%s is not a command here. Type / to see the commands you can use.", name))
+			return s.notice(ctx, cc, "", fmt.Sprintf("/%s is not a command here. Type / to see the commands you can use.", name))
 		}
 		return nil, err
 	}
@@ -214,7 +256,7 @@ func (s *Server) externalCommand(ctx context.Context, r *http.Request, c *caller
 		return nil, err
 	}
 	token := integrations.NewSecret()
-	grant := parley.CommandResponse{WorkspaceID: ch.WorkspaceID, IntegrationID: cmd.ID, ChannelID: ch.ID, UserID: c.UserID}
+	grant := parley.CommandResponse{WorkspaceID: ch.WorkspaceID, IntegrationID: cmd.ID, ChannelID: ch.ID, UserID: c.UserID, ThreadRootID: cc.root}
 	if err := st.GrantResponse(ctx, auth.HashToken(token), grant, s.now().Add(responseTTL), responseUses); err != nil {
 		return nil, err
 	}
@@ -232,8 +274,11 @@ func (s *Server) externalCommand(ctx context.Context, r *http.Request, c *caller
 		"trigger_id":   {parley.NewID("")},
 		"api_app_id":   {cmd.ID},
 	}
-	if root != "" {
-		form.Set("thread_root_id", root)
+	if cc.root != "" {
+		// Slack names the thread thread_ts; in Parley it is the root
+		// message's id, sent under both names.
+		form.Set("thread_ts", cc.root)
+		form.Set("thread_root_id", cc.root)
 	}
 	ans, err := s.integ.caller.Post(ctx, cmd.URL, cmd.SigningSecret, form)
 	if err != nil {
@@ -242,33 +287,40 @@ func (s *Server) externalCommand(ctx context.Context, r *http.Request, c *caller
 			s.metrics.integration("command", "failed")
 			s.log.Info("slash command failed", "command", name, "workspace_id", ch.WorkspaceID, "err", err)
 			s.integ.audit(ctx, cmd.BotID, "command.failed", "/"+name, http.StatusBadGateway)
-			return s.notice(ctx, c, ch, cmd.BotID, fmt.Sprintf("/%s failed: %s.", name, ce.Msg))
+			return s.notice(ctx, cc, cmd.BotID, fmt.Sprintf("/%s failed: %s.", name, ce.Msg))
 		}
 		return nil, err
 	}
 	s.metrics.integration("command", "ok")
-	return s.deliverAnswer(ctx, c, ch, cmd.BotID, ans, root)
+	return s.deliverAnswer(ctx, cc, cmd.BotID, ans)
 }
 
 // deliverAnswer posts an in_channel answer as the bot (putting the bot in
-// the channel first, by the caller's right) or shows an ephemeral one.
-func (s *Server) deliverAnswer(ctx context.Context, c *caller, ch *parley.Channel, botID string, ans *integrations.Answer, root string) (*commandResult, error) {
+// the channel first, by the caller's right) or shows an ephemeral one, in
+// the channel or thread the command was typed in, with the name and icon
+// the answer asked for. An answer whose overrides are not valid is the
+// caller's notice, and nothing is posted.
+func (s *Server) deliverAnswer(ctx context.Context, cc *cmdCall, botID string, ans *integrations.Answer) (*commandResult, error) {
 	if ans.Text == "" {
 		return &commandResult{ResponseType: integrations.Ephemeral}, nil // an acknowledgement
 	}
-	if ans.ResponseType != integrations.InChannel {
-		return s.notice(ctx, c, ch, botID, ans.Text)
-	}
-	m, err := s.postAsBot(ctx, c.UserID, ch.ID, botID, ans.Text, root)
+	profile, err := parley.ValidateBotProfile(ans.Profile)
 	if err != nil {
-		return s.userError(ctx, c, ch, botID, err)
+		return s.notice(ctx, cc, botID, "The integration's answer was refused: "+parley.ErrorMessage(err)+".")
+	}
+	if ans.ResponseType != integrations.InChannel {
+		return s.noticeAs(ctx, cc, botID, ans.Text, profile)
+	}
+	m, err := s.postAsBot(ctx, cc.UserID, cc.ch.ID, botID, parley.NewMessage{Text: ans.Text, ThreadRootID: cc.root, BotProfile: profile})
+	if err != nil {
+		return s.userError(ctx, cc, botID, err)
 	}
 	return &commandResult{ResponseType: integrations.InChannel, Message: m}, nil
 }
 
 // postAsBot posts text as botID in a channel, adding the bot to it first
 // (as actor) when it is not a member.
-func (s *Server) postAsBot(ctx context.Context, actor, channelID, botID, text, root string) (*parley.Message, error) {
+func (s *Server) postAsBot(ctx context.Context, actor, channelID, botID string, nm parley.NewMessage) (*parley.Message, error) {
 	in, err := s.store.ChannelMember(ctx, botID, channelID)
 	if err != nil {
 		return nil, err
@@ -278,7 +330,7 @@ func (s *Server) postAsBot(ctx context.Context, actor, channelID, botID, text, r
 			return nil, err
 		}
 	}
-	m, _, err := s.store.PostMessage(ctx, botID, channelID, parley.NewMessage{Text: text, ThreadRootID: root})
+	m, _, err := s.store.PostMessage(ctx, botID, channelID, nm)
 	status := http.StatusCreated
 	if err != nil {
 		status = StatusOf(parley.ErrorCode(err))
@@ -329,8 +381,10 @@ func (s *Server) commandResponseSecret(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return slackReply(w, http.StatusNotFound, "channel_not_found")
 	}
-	c := &caller{UserID: grant.UserID}
-	if _, err := s.deliverAnswer(ctx, c, ch, grant.BotID, ans, ""); err != nil {
+	// The thread was checked when the command ran; a root deleted since
+	// refuses the post, which becomes the caller's notice.
+	cc := &cmdCall{caller: &caller{UserID: grant.UserID}, ch: ch, root: grant.ThreadRootID}
+	if _, err := s.deliverAnswer(ctx, cc, grant.BotID, ans); err != nil {
 		return err
 	}
 	return slackReply(w, http.StatusOK, "ok")
@@ -402,14 +456,13 @@ func (in *integ) fireOutgoing(h parley.Integration, m *parley.Message, word stri
 		form.Set("user_name", me.Handle)
 	}
 	ans, err := in.caller.Post(ctx, h.URL, h.SigningSecret, form)
-	ch := &parley.Channel{ID: m.ChannelID, WorkspaceID: m.WorkspaceID}
-	c := &caller{UserID: m.UserID}
+	cc := &cmdCall{caller: &caller{UserID: m.UserID}, ch: &parley.Channel{ID: m.ChannelID, WorkspaceID: m.WorkspaceID}}
 	if err != nil {
 		s.metrics.integration("outgoing", "failed")
 		in.audit(ctx, h.BotID, "outgoing.failed", m.ChannelID, http.StatusBadGateway)
 		var ce *integrations.CallError
 		if errors.As(err, &ce) {
-			if _, err := s.notice(ctx, c, ch, h.BotID, fmt.Sprintf("The outgoing webhook %q failed: %s.", h.Name, ce.Msg)); err != nil {
+			if _, err := s.notice(ctx, cc, h.BotID, fmt.Sprintf("The outgoing webhook %q failed: %s.", h.Name, ce.Msg)); err != nil {
 				in.log.Warn("outgoing webhook: notice failed", "integration_id", h.ID, "err", err)
 			}
 		}
@@ -421,7 +474,12 @@ func (in *integ) fireOutgoing(h parley.Integration, m *parley.Message, word stri
 	}
 	// An outgoing webhook's answer goes in the channel (Slack posts it
 	// whatever its response_type).
-	if _, err := s.postAsBot(ctx, m.UserID, m.ChannelID, h.BotID, ans.Text, ""); err != nil {
+	profile, err := parley.ValidateBotProfile(ans.Profile)
+	if err != nil {
+		in.log.Info("outgoing webhook: answer's bot profile refused", "integration_id", h.ID, "err", err)
+		profile = nil // the text still goes; a bad name or icon is dropped
+	}
+	if _, err := s.postAsBot(ctx, m.UserID, m.ChannelID, h.BotID, parley.NewMessage{Text: ans.Text, BotProfile: profile}); err != nil {
 		in.log.Warn("outgoing webhook: post failed", "integration_id", h.ID, "err", err)
 	}
 }

@@ -374,7 +374,13 @@ func (s *Server) postWebhookSecret(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return slackReply(w, http.StatusBadRequest, "no_text")
 	}
-	_, _, err = s.store.PostMessage(ctx, hook.BotID, hook.ChannelID, parley.NewMessage{Text: text})
+	// username, icon_emoji and icon_url: shown beside the bot's badge.
+	profile, err := parley.ValidateBotProfile(p.Profile())
+	if err != nil {
+		s.metrics.integration("webhook", "refused")
+		return slackReply(w, http.StatusBadRequest, "invalid_payload")
+	}
+	_, _, err = s.store.PostMessage(ctx, hook.BotID, hook.ChannelID, parley.NewMessage{Text: text, BotProfile: profile})
 	status := http.StatusOK
 	switch parley.ErrorCode(err) {
 	case "":

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"parley"
 )
 
 // DefaultTimeout is how long a command or outgoing webhook URL has to
@@ -35,6 +37,10 @@ type Answer struct {
 	// Text is the answer in Parley markdown; empty for a bare 200 (an
 	// acknowledgement: the real answer may come through response_url).
 	Text string
+	// Profile is the answer's username, icon_emoji and icon_url, as sent
+	// (nil when it has none): the caller validates it
+	// (parley.ValidateBotProfile) before it shows anywhere.
+	Profile *parley.BotProfile
 }
 
 // CallError is a failed call, with a message meant for the person who
@@ -132,7 +138,7 @@ func ParseAnswer(contentType string, raw []byte) (*Answer, error) {
 	if p.ResponseType == InChannel {
 		rt = InChannel
 	}
-	return &Answer{ResponseType: rt, Text: text}, nil
+	return &Answer{ResponseType: rt, Text: text, Profile: p.Profile()}, nil
 }
 
 // MatchTrigger returns the trigger word that text starts with (as a whole

@@ -36,6 +36,15 @@ type Payload struct {
 	ThreadTS     string       `json:"thread_ts"`
 }
 
+// Profile is the payload's per-message name and icon (Slack's username,
+// icon_emoji, icon_url), not yet validated; nil when it sets none.
+func (p *Payload) Profile() *parley.BotProfile {
+	if p.Username == "" && p.IconEmoji == "" && p.IconURL == "" {
+		return nil
+	}
+	return &parley.BotProfile{Name: p.Username, IconEmoji: p.IconEmoji, IconURL: p.IconURL}
+}
+
 // Block is one Slack layout block. The kinds Parley renders: section,
 // context, header, divider, rich_text is not, image as a link.
 type Block struct {

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -133,7 +134,7 @@ func exportMessages(ctx context.Context, q querier, workspaceID, channelID strin
 	var after int64
 	for {
 		rows, err := q.QueryContext(ctx, `SELECT id, seq, user_id, text, created_at, edited_at, deleted_at,
-			thread_root_id, reply_count, last_reply_at FROM messages
+			thread_root_id, reply_count, last_reply_at, bot_profile FROM messages
 			WHERE channel_id = $1 AND seq > $2 AND (deleted_at IS NULL OR (thread_root_id IS NULL AND reply_count > 0))
 			ORDER BY seq LIMIT $3`, channelID, after, exportPage)
 		if err != nil {
@@ -144,11 +145,17 @@ func exportMessages(ctx context.Context, q querier, workspaceID, channelID strin
 			var m parley.ExportMessage
 			var created int64
 			var edited, deleted, last sql.NullInt64
-			var root sql.NullString
+			var root, profile sql.NullString
 			if err := rows.Scan(&m.ID, &m.Seq, &m.UserID, &m.Text, &created, &edited, &deleted, &root,
-				&m.ReplyCount, &last); err != nil {
+				&m.ReplyCount, &last, &profile); err != nil {
 				rows.Close()
 				return fmt.Errorf("export messages: %w", err)
+			}
+			if profile.Valid && profile.String != "" {
+				if err := json.Unmarshal([]byte(profile.String), &m.BotProfile); err != nil {
+					rows.Close()
+					return fmt.Errorf("export messages: %s: bot_profile: %w", m.ID, err)
+				}
 			}
 			m.CreatedAt, m.EditedAt, m.Deleted = fromMicros(created), timePtr(edited), deleted.Valid
 			m.ThreadRootID, m.LastReplyAt = root.String, timePtr(last)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -41,13 +42,21 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 	if err := parley.CheckText("thread_root_id", nm.ThreadRootID); err != nil {
 		return nil, false, err
 	}
+	profile, err := parley.ValidateBotProfile(nm.BotProfile)
+	if err != nil {
+		return nil, false, err
+	}
+	profileJSON, err := botProfileJSON(profile)
+	if err != nil {
+		return nil, false, err
+	}
 	var (
 		msg     *parley.Message
 		created bool
 	)
 	cfg := s.live()  // once per write: a change applies from the next write
 	here := s.here() // who @here reaches (here.go)
-	err := s.writeChannel(ctx, "post message", channelID, func(ctx context.Context, tx *Tx) error {
+	err = s.writeChannel(ctx, "post message", channelID, func(ctx context.Context, tx *Tx) error {
 		msg, created = nil, false // fn runs again when PostgreSQL retries
 		a, err := loadChannel(ctx, tx, actor, channelID)
 		if err != nil {
@@ -58,6 +67,11 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		}
 		if err := a.requireActive(); err != nil {
 			return err
+		}
+		if profile != nil {
+			if err := requireBot(ctx, tx, actor); err != nil {
+				return err
+			}
 		}
 		// Refusals that a repeat must not see: nothing is written yet, so
 		// the first message can be returned from inside this write.
@@ -89,6 +103,7 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 			CreatedAt:    now,
 			ThreadRootID: nm.ThreadRootID,
 			Reactions:    []parley.Reaction{},
+			BotProfile:   profile,
 		}
 		var root *threadRoot
 		if m.ThreadRootID != "" {
@@ -138,10 +153,10 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 			ord.Valid = true
 		}
 		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO messages (workspace_id, id, channel_id, seq, user_id, text, client_msg_id, thread_root_id, created_at, ord, files)
-			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			`INSERT INTO messages (workspace_id, id, channel_id, seq, user_id, text, client_msg_id, thread_root_id, created_at, ord, files, bot_profile)
+			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			m.WorkspaceID, m.ID, m.ChannelID, m.Seq, actor, m.Text,
-			nullString(m.ClientMsgID), nullString(m.ThreadRootID), micros(now), ord, files); err != nil {
+			nullString(m.ClientMsgID), nullString(m.ThreadRootID), micros(now), ord, files, profileJSON); err != nil {
 			if isUniqueViolation(err) && nm.ClientMsgID != "" {
 				return errDuplicate // undoes the seq, the number and the event
 			}
@@ -175,6 +190,32 @@ func (s *Store) PostMessage(ctx context.Context, actor, channelID string, nm par
 		return nil, false, err
 	}
 	return msg, created, nil
+}
+
+// botProfileJSON is the messages.bot_profile value of a profile (NULL for
+// none).
+func botProfileJSON(p *parley.BotProfile) (sql.NullString, error) {
+	if p == nil {
+		return sql.NullString{}, nil
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return sql.NullString{}, fmt.Errorf("bot profile: %w", err)
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
+}
+
+// requireBot refuses a bot profile to anyone but a bot user: a person's
+// message never shows another name.
+func requireBot(ctx context.Context, q querier, actor string) error {
+	var bot bool
+	if err := q.QueryRowContext(ctx, `SELECT is_bot FROM users WHERE id = $1`, actor).Scan(&bot); err != nil {
+		return fmt.Errorf("post message: is the poster a bot: %w", err)
+	}
+	if !bot {
+		return parley.Errorf(parley.EFORBIDDEN, "only a bot's message may carry a bot profile")
+	}
+	return nil
 }
 
 // validatePostText checks a post's text: required, unless files come with

@@ -102,16 +102,21 @@ func scanChannel(sc scanner) (*parley.Channel, error) {
 // messageColumns and scanMessage read a parley.Message without reactions or
 // pin state (see decorateMessages). Use with "FROM messages msg".
 const messageColumns = `msg.id, msg.workspace_id, msg.channel_id, msg.seq, msg.user_id, msg.text, msg.client_msg_id,
-	msg.thread_root_id, msg.reply_count, msg.last_reply_at, msg.created_at, msg.edited_at, msg.deleted_at, msg.files`
+	msg.thread_root_id, msg.reply_count, msg.last_reply_at, msg.created_at, msg.edited_at, msg.deleted_at, msg.files, msg.bot_profile`
 
 func scanMessage(sc scanner) (*parley.Message, bool, error) {
 	var m parley.Message
-	var clientID, root, files sql.NullString
+	var clientID, root, files, profile sql.NullString
 	var lastReply, edited, deleted sql.NullInt64
 	var created int64
 	if err := sc.Scan(&m.ID, &m.WorkspaceID, &m.ChannelID, &m.Seq, &m.UserID, &m.Text, &clientID,
-		&root, &m.ReplyCount, &lastReply, &created, &edited, &deleted, &files); err != nil {
+		&root, &m.ReplyCount, &lastReply, &created, &edited, &deleted, &files, &profile); err != nil {
 		return nil, false, err
+	}
+	if profile.Valid && profile.String != "" { // a bot's name and icon (botprofile.go)
+		if err := json.Unmarshal([]byte(profile.String), &m.BotProfile); err != nil {
+			return nil, false, fmt.Errorf("message %s: bot_profile: %w", m.ID, err)
+		}
 	}
 	if files.Valid && files.String != "" { // the attachments, as posted (files.go)
 		if err := json.Unmarshal([]byte(files.String), &m.Files); err != nil {

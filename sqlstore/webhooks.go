@@ -415,9 +415,9 @@ func (s *Store) GrantResponse(ctx context.Context, tokenHash string, r parley.Co
 			return fmt.Errorf("expire command responses: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO command_responses (token_hash, workspace_id, integration_id, channel_id, user_id, uses, expires_at)
-			 VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			tokenHash, r.WorkspaceID, r.IntegrationID, r.ChannelID, r.UserID, -maxUses, micros(expires)); err != nil {
+			`INSERT INTO command_responses (token_hash, workspace_id, integration_id, channel_id, user_id, uses, expires_at, thread_root_id)
+			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			tokenHash, r.WorkspaceID, r.IntegrationID, r.ChannelID, r.UserID, -maxUses, micros(expires), nullString(r.ThreadRootID)); err != nil {
 			return fmt.Errorf("insert command response: %w", err)
 		}
 		return nil
@@ -430,10 +430,12 @@ func (s *Store) UseResponse(ctx context.Context, tokenHash string) (*parley.Comm
 	var out *parley.CommandResponse
 	err := s.write(ctx, "use command response", func(ctx context.Context, tx *Tx) error {
 		var r parley.CommandResponse
+		var root sql.NullString
 		err := tx.QueryRowContext(ctx,
 			`UPDATE command_responses SET uses = uses + 1 WHERE token_hash = $1 AND uses < 0 AND expires_at > $2
-			 RETURNING workspace_id, integration_id, channel_id, user_id`, tokenHash, micros(tx.now)).
-			Scan(&r.WorkspaceID, &r.IntegrationID, &r.ChannelID, &r.UserID)
+			 RETURNING workspace_id, integration_id, channel_id, user_id, thread_root_id`, tokenHash, micros(tx.now)).
+			Scan(&r.WorkspaceID, &r.IntegrationID, &r.ChannelID, &r.UserID, &root)
+		r.ThreadRootID = root.String
 		if errors.Is(err, sql.ErrNoRows) {
 			return parley.Errorf(parley.ENOTFOUND, "response_url is unknown, expired or used up")
 		}

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,6 +202,139 @@ func init() {
 		evs := rec.OfType(parley.EventMessageEphemeral)
 		if len(evs) != 1 || !slices.Equal(evs[0].Topics, []string{parley.TopicUser(owner.ID)}) || evs[0].WorkspaceID != ws.ID || evs[0].Seq != 0 {
 			t.Fatalf("ephemeral events %+v", evs)
+		}
+	})
+}
+
+// exportMessages collects the messages of an export.
+type exportMessages struct{ msgs []parley.ExportMessage }
+
+func (e *exportMessages) Workspace(*parley.Workspace) error   { return nil }
+func (e *exportMessages) Users([]parley.ExportUser) error     { return nil }
+func (e *exportMessages) Channel(*parley.ExportChannel) error { return nil }
+func (e *exportMessages) Message(m *parley.ExportMessage) error {
+	e.msgs = append(e.msgs, *m)
+	return nil
+}
+
+func init() {
+	// A bot's message keeps the name and icon it asked for, in every read:
+	// history, replies, the single read, the event log, search, export.
+	// Nobody else's message may carry one, and hostile values never land.
+	register("Integrations/BotProfile", func(t *testing.T, open Opener) {
+		rec := &Recorder{}
+		s := open(t, rec)
+		is := integ(t, s)
+		owner := MustUser(t, s, "owner")
+		ws := MustWorkspace(t, s, owner)
+		ch := MustChannel(t, s, ws, owner, "alerts", parley.KindPublic)
+		bot, err := is.CreateBot(ctx(t), owner.ID, ws.ID, parley.NewBot{Name: "CI", Handle: "ci-" + itoa(userSeq.Add(1))})
+		NoErr(t, err)
+		_, err = s.AddMembers(ctx(t), owner.ID, ch.ID, []string{bot.User.ID})
+		NoErr(t, err)
+
+		in := &parley.BotProfile{Name: "  Grafana  ", IconEmoji: ":chart_with_upwards_trend:", IconURL: "https://grafana.example/icon.png"}
+		want := parley.BotProfile{Name: "Grafana", IconEmoji: "chart_with_upwards_trend", IconURL: "https://grafana.example/icon.png"}
+		m, _, err := s.PostMessage(ctx(t), bot.User.ID, ch.ID, parley.NewMessage{Text: "profiled zebra alert", BotProfile: in})
+		NoErr(t, err)
+		check := func(where string, got *parley.BotProfile) {
+			t.Helper()
+			if got == nil || *got != want {
+				t.Errorf("%s: bot_profile %+v, want %+v", where, got, want)
+			}
+		}
+		check("post", m.BotProfile)
+		got, err := s.GetMessage(ctx(t), owner.ID, m.ID)
+		NoErr(t, err)
+		check("get", got.BotProfile)
+		page, err := s.ListMessages(ctx(t), owner.ID, ch.ID, parley.HistoryQuery{Limit: 10})
+		NoErr(t, err)
+		check("history", page.Messages[len(page.Messages)-1].BotProfile)
+		reply, _, err := s.PostMessage(ctx(t), bot.User.ID, ch.ID, parley.NewMessage{Text: "in thread", ThreadRootID: m.ID,
+			BotProfile: &parley.BotProfile{IconEmoji: "robot_face"}})
+		NoErr(t, err)
+		replies, err := s.ListReplies(ctx(t), owner.ID, m.ID, 0, 10)
+		NoErr(t, err)
+		if len(replies.Messages) != 1 || replies.Messages[0].ID != reply.ID || replies.Messages[0].BotProfile == nil ||
+			*replies.Messages[0].BotProfile != (parley.BotProfile{IconEmoji: "robot_face"}) {
+			t.Errorf("replies: %+v", replies.Messages)
+		}
+		// An edit keeps it.
+		edited, err := s.EditMessage(ctx(t), bot.User.ID, m.ID, "profiled zebra alert, resolved")
+		NoErr(t, err)
+		check("edit", edited.BotProfile)
+		// The event log's message.created and message.updated carry it.
+		events, err := s.ListEvents(ctx(t), owner.ID, ch.ID, 0, 100)
+		NoErr(t, err)
+		seen := 0
+		for _, ev := range events.Events {
+			if ev.Type != parley.EventMessageCreated && ev.Type != parley.EventMessageUpdated {
+				continue
+			}
+			var d parley.MessageEventData
+			NoErr(t, json.Unmarshal(ev.Data, &d))
+			if d.Message.ID == m.ID {
+				check("event "+ev.Type, d.Message.BotProfile)
+				seen++
+			}
+		}
+		if seen != 2 {
+			t.Errorf("%d events of the message, want 2", seen)
+		}
+		if res := searchAll(t, s, owner, ws, "zebra", 10); len(res) != 1 {
+			t.Errorf("search: %d results", len(res))
+		} else {
+			check("search", res[0].Message.BotProfile)
+		}
+		if ex, ok := s.(parley.Exporter); ok {
+			var sink exportMessages
+			NoErr(t, ex.ExportWorkspace(ctx(t), owner.ID, ws.ID, parley.ExportOptions{}, &sink))
+			found := false
+			for _, em := range sink.msgs {
+				if em.ID == m.ID {
+					found = true
+					check("export", em.BotProfile)
+				}
+			}
+			if !found {
+				t.Error("export: message missing")
+			}
+		}
+
+		// A person cannot pass for a bot, nor a bot for anything hostile.
+		before, err := s.ListMessages(ctx(t), owner.ID, ch.ID, parley.HistoryQuery{Limit: 100})
+		NoErr(t, err)
+		_, _, err = s.PostMessage(ctx(t), owner.ID, ch.ID, parley.NewMessage{Text: "hi", BotProfile: &parley.BotProfile{Name: "CI"}})
+		Code(t, err, parley.EFORBIDDEN)
+		for _, p := range []parley.BotProfile{
+			{Name: "nul\x00name"},
+			{Name: strings.Repeat("n", parley.MaxBotProfileName+1)},
+			{Name: "two\nlines"},
+			{Name: "bidi\u2028sep"},
+			{Name: "bad utf8 \xff"},
+			{IconEmoji: "<script>"},
+			{IconEmoji: ":" + strings.Repeat("a", 65) + ":"},
+			{IconURL: "javascript:alert(1)"},
+			{IconURL: "data:image/png;base64,AAAA"},
+			{IconURL: "//evil.example/x.png"},
+			{IconURL: "https://user:pw@evil.example/x.png"},
+			{IconURL: "https://evil.example/a b.png"},
+			{IconURL: "https://evil.example/" + strings.Repeat("a", parley.MaxIconURLLen)},
+			{IconURL: "https://evil.example/\x00.png"},
+		} {
+			_, _, err := s.PostMessage(ctx(t), bot.User.ID, ch.ID, parley.NewMessage{Text: "hostile", BotProfile: &p})
+			Code(t, err, parley.EINVALID)
+		}
+		after, err := s.ListMessages(ctx(t), owner.ID, ch.ID, parley.HistoryQuery{Limit: 100})
+		NoErr(t, err)
+		if len(after.Messages) != len(before.Messages) {
+			t.Fatalf("refused posts landed: %d messages, was %d", len(after.Messages), len(before.Messages))
+		}
+		// Nothing left after tidying is no profile at all.
+		plain, _, err := s.PostMessage(ctx(t), bot.User.ID, ch.ID, parley.NewMessage{Text: "plain", BotProfile: &parley.BotProfile{Name: "  ", IconEmoji: "::"}})
+		NoErr(t, err)
+		if plain.BotProfile != nil {
+			t.Errorf("empty profile stored: %+v", plain.BotProfile)
 		}
 	})
 }
