@@ -18,7 +18,8 @@ const (
 // control characters (no line breaks: it is one line beside a badge); the
 // emoji loses Slack's colons (":ghost:" → "ghost") and must be a shortcode
 // of the form reactions use; the URL must be an absolute http or https URL
-// of at most MaxIconURLLen bytes, with a host and without credentials. Any
+// of at most MaxIconURLLen bytes, with a host, without credentials and without characters a URL must
+// escape (spaces, quotes, angle brackets…). Any
 // NUL or invalid UTF-8 is refused. A profile with nothing left is nil.
 //
 // Whether the shortcode names an emoji the client knows is the client's to
@@ -64,8 +65,12 @@ func validateIconURL(s string) error {
 	if len(s) > MaxIconURLLen {
 		return invalid("icon_url must be at most %d bytes", MaxIconURLLen)
 	}
-	if strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || unicode.IsSpace(r) }) >= 0 {
-		return invalid("icon_url must not contain spaces or control characters")
+	// Characters a URL never holds unescaped (RFC 3986) are refused
+	// rather than escaped: an icon URL is passed on as it came.
+	if strings.IndexFunc(s, func(r rune) bool {
+		return r <= ' ' || r == 0x7f || unicode.IsSpace(r) || strings.ContainsRune("\"<>\\^`{|}", r)
+	}) >= 0 {
+		return invalid("icon_url must not contain spaces, control characters or any of \" < > \\ ^ ` { | }")
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Opaque != "" {

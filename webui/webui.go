@@ -33,9 +33,11 @@ var embedded embed.FS
 
 // CSP is the Content-Security-Policy of the web client's pages and assets.
 // connect-src 'self' covers the gateway's ws:// or wss:// URL on the same
-// host (CSP Level 3).
+// host (CSP Level 3). img-src https: is for the icons bot messages name
+// (bot_profile.icon_url, docs/integrations.md), which the client shows only
+// as images that send no referrer; images are the one thing it admits.
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
-	"img-src 'self' data:; font-src 'self'; object-src 'none'; frame-ancestors 'none'; " +
+	"img-src 'self' data: https:; font-src 'self'; object-src 'none'; frame-ancestors 'none'; " +
 	"base-uri 'none'; form-action 'self'"
 
 // assetCache is for the content-hashed files under /assets/: they never change.

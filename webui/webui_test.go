@@ -34,10 +34,15 @@ func TestCSPOnEveryResponse(t *testing.T) {
 			t.Fatalf("%s: %d", p, rec.Code)
 		}
 		csp := rec.Header().Get("Content-Security-Policy")
-		for _, want := range []string{"script-src 'self'", "style-src 'self'", "connect-src 'self'", "img-src 'self' data:", "frame-ancestors 'none'", "base-uri 'none'"} {
+		for _, want := range []string{"script-src 'self'", "style-src 'self'", "connect-src 'self'", "img-src 'self' data: https:;", "frame-ancestors 'none'", "base-uri 'none'"} {
 			if !strings.Contains(csp, want) {
 				t.Fatalf("%s: CSP %q lacks %q", p, csp, want)
 			}
+		}
+		// Bot icons come from https only: never plain http, nor any source
+		// for scripts, styles or frames.
+		if strings.Contains(csp, " http:") || strings.Contains(csp, "*") {
+			t.Fatalf("%s: CSP %q admits more than https images", p, csp)
 		}
 		if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") {
 			t.Fatalf("%s: CSP %q allows inline code", p, csp)
