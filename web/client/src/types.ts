@@ -198,6 +198,22 @@ export interface Message {
 	reactions?: Reaction[];
 	/** Attached files (absent: none), without URLs: Api.getFile signs them. */
 	files?: FileInfo[];
+	/**
+	 * A bot message's own name and icon (an incoming webhook's or a command
+	 * answer's username, icon_emoji, icon_url); absent on other messages.
+	 * Show it beside the bot's BOT badge, never instead of it.
+	 */
+	bot_profile?: BotProfile;
+}
+
+/** The name and icon one bot message asked for (docs/integrations.md). */
+export interface BotProfile {
+	/** One line, at most 80 characters. */
+	name?: string;
+	/** A shortcode without colons (robot_face). */
+	icon_emoji?: string;
+	/** An absolute http(s) URL: show it only as an image that sends no referrer. */
+	icon_url?: string;
 }
 
 /** An uploaded file (docs/files.md). */
@@ -557,7 +573,10 @@ export interface EphemeralMessage {
 	/** The bot that answered, or "" for the server's own notices. */
 	user_id: string;
 	text: string;
+	/** The thread it belongs in (the command was typed there); absent: the channel. */
 	thread_root_id?: string;
+	/** The name and icon the command's answer asked for. */
+	bot_profile?: BotProfile;
 	created_at: Time;
 }
 

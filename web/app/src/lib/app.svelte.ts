@@ -700,9 +700,11 @@ class App {
 	}
 
 	/**
-	 * Run "/command args" typed in a channel's composer; false when text is no
-	 * command (send it as a message). A failure is shown like the command's
-	 * own private answers.
+	 * Run "/command args" typed in a channel's composer, or in the reply box
+	 * of the thread threadRootId (the command runs in that thread: its posts
+	 * are replies, its private answers show in the thread panel); false when
+	 * text is no command (send it as a message). A failure is shown like the
+	 * command's own private answers, in the same place.
 	 */
 	runCommand(channelId: string, text: string, threadRootId?: string): boolean {
 		const cmd = parseCommand(text);
@@ -713,7 +715,7 @@ class App {
 				(r) => {
 					if (r.ephemeral) this.ephemerals.add(r.ephemeral);
 				},
-				(e) => this.ephemerals.notice(channelId, `/${cmd.name} failed: ${(e as Error).message}`),
+				(e) => this.ephemerals.notice(channelId, `/${cmd.name} failed: ${(e as Error).message}`, threadRootId),
 			);
 		return true;
 	}

@@ -2,7 +2,8 @@
 // answers and notices (docs/integrations.md). They come over the gateway as
 // message.ephemeral (to every session of the user) and in the answer of the
 // command itself; both carry the same id, so each shows once. They last
-// until the page reloads.
+// until the page reloads. One with thread_root_id (the command was typed in
+// that thread) shows in the thread's panel, the others in the channel.
 
 import type { EphemeralMessage, ParleyEvent } from '@parley/client';
 
@@ -19,13 +20,14 @@ export class Ephemerals {
 		this.byChannel = { ...this.byChannel, [m.channel_id]: [...list, m].slice(-KEEP) };
 	}
 
-	/** A notice made here (the command could not even be sent). */
-	notice(channelId: string, text: string): void {
+	/** A notice made here (the command could not even be sent), in the channel or a thread of it. */
+	notice(channelId: string, text: string, threadRootId?: string): void {
 		this.add({
 			id: `local-${Date.now()}-${Math.random().toString(36).slice(2)}`,
 			channel_id: channelId,
 			user_id: '',
 			text,
+			...(threadRootId ? { thread_root_id: threadRootId } : {}),
 			created_at: new Date().toISOString(),
 		});
 	}
@@ -41,6 +43,11 @@ export class Ephemerals {
 		const m = (ev.d as { message?: EphemeralMessage }).message;
 		if (m?.id && m.channel_id) this.add(m);
 	}
+}
+
+/** The messages of one place: a thread's (rootId) or the channel's own. */
+export function forPlace(list: readonly EphemeralMessage[] | undefined, rootId?: string): EphemeralMessage[] {
+	return (list ?? []).filter((m) => (m.thread_root_id || undefined) === (rootId || undefined));
 }
 
 /** "/name args" → the command, or null for text that is no command ("//" escapes a slash). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Ephemerals, parseCommand } from './ephemeral.svelte';
+import { Ephemerals, forPlace, parseCommand } from './ephemeral.svelte';
 
 describe('parseCommand', () => {
 	it('splits a slash command from its text', () => {
@@ -26,5 +26,17 @@ describe('Ephemerals', () => {
 		expect(e.byChannel.C1.map((m) => m.id)).toEqual(['E1', 'E2']);
 		e.dismiss('C1', 'E1');
 		expect(e.byChannel.C1.map((m) => m.id)).toEqual(['E2']);
+	});
+	it("splits a channel's messages between the channel and its threads", () => {
+		const e = new Ephemerals();
+		e.add(msg('E1'));
+		e.add({ ...msg('E2'), thread_root_id: 'M1' });
+		e.add({ ...msg('E3'), thread_root_id: 'M2' });
+		e.notice('C1', 'failed here', 'M1');
+		e.notice('C1', 'failed in the channel');
+		expect(forPlace(e.byChannel.C1).map((m) => m.text)).toEqual(['E1', 'failed in the channel']);
+		expect(forPlace(e.byChannel.C1, 'M1').map((m) => m.text)).toEqual(['E2', 'failed here']);
+		expect(forPlace(e.byChannel.C1, 'M2').map((m) => m.id)).toEqual(['E3']);
+		expect(forPlace(undefined, 'M1')).toEqual([]);
 	});
 });

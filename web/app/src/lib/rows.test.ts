@@ -53,6 +53,19 @@ describe('buildRows', () => {
 		expect(rows.filter((r) => r.kind === 'msg').map((r) => r.kind === 'msg' && r.grouped)).toEqual([false, false]);
 	});
 
+	it('starts a new group when a bot message shows another name or icon', () => {
+		const rows = buildRows(
+			[
+				msg('j1', 'bot', t(22, 9, 0), { bot_profile: { name: 'Jenkins' } }),
+				msg('j2', 'bot', t(22, 9, 1), { bot_profile: { name: 'Jenkins' } }),
+				msg('g1', 'bot', t(22, 9, 2), { bot_profile: { name: 'Grafana' } }),
+				msg('p1', 'bot', t(22, 9, 3)),
+			],
+			now,
+		);
+		expect(rows.filter((r) => r.kind === 'msg').map((r) => r.kind === 'msg' && r.grouped)).toEqual([false, true, false, false]);
+	});
+
 	it('keys are stable and unique', () => {
 		const rows = buildRows([msg('x', 'ann', t(22, 9, 0)), msg('y', 'ann', t(22, 9, 1))], now);
 		expect(new Set(rows.map((r) => r.key)).size).toBe(rows.length);

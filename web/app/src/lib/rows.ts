@@ -1,8 +1,10 @@
 // The rows of a message list: a day separator before the first message of
 // each local day, and messages grouped under one header while the same
-// person keeps writing (within five minutes, and not after a thread root).
+// person keeps writing (within five minutes, and not after a thread root; a
+// bot message with another name or icon starts a new group).
 // With unreadAfter (the read marker when the channel was opened), a "New
 // messages" divider goes before the first later message by someone else.
+import { sameSender } from './botprofile';
 import { dayKey, dayLabel } from './time';
 import type { Row, ViewMessage } from './view';
 
@@ -34,8 +36,7 @@ export function buildRows(messages: readonly ViewMessage[], now = new Date(), op
 			divided = true;
 			prev = undefined;
 		}
-		const grouped =
-			!!prev && prev.user_id === m.user_id && !prev.reply_count && new Date(m.created_at).getTime() - new Date(prev.created_at).getTime() < GROUP_MS;
+		const grouped = !!prev && sameSender(prev, m) && !prev.reply_count && new Date(m.created_at).getTime() - new Date(prev.created_at).getTime() < GROUP_MS;
 		out.push({ kind: 'msg', key: rowKey(m), m, grouped });
 		prev = m;
 	}
