@@ -77,17 +77,18 @@ test('admin adds a bot, a webhook and a slash command; the composer runs it', as
 		secret = (await dialog.getByTestId('integ-secret').textContent())!.trim();
 		await dialog.getByTestId('close-dialog').click();
 
-		// The tool posts Slack's payload; it shows as the bot's, with the badge.
+		// The tool posts Slack's payload; it shows as the bot's, with the badge
+		// and the name the payload asked for (integrations-thread.spec.ts has more).
 		const res = await fetch(hookURL, {
 			method: 'POST',
 			headers: { 'Content-Type': 'application/json' },
-			body: JSON.stringify({ text: 'Build *passed* on main', username: 'ignored' }),
+			body: JSON.stringify({ text: 'Build *passed* on main', username: 'Jenkins' }),
 		});
 		expect(await res.text()).toBe('ok');
 		const botMsg = page.getByTestId('message').filter({ hasText: 'Build passed on main' });
 		await expect(botMsg).toBeVisible();
 		await expect(botMsg.getByTestId('bot-badge')).toHaveText('BOT');
-		await expect(botMsg.getByTestId('message-author')).toHaveText('CI');
+		await expect(botMsg.getByTestId('message-author')).toHaveText('Jenkins');
 		await expect(botMsg.locator('strong', { hasText: 'passed' })).toBeVisible();
 
 		// The composer completes the command; its answer is for this user only.
