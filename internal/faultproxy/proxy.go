@@ -42,8 +42,13 @@ type Proxy struct {
 }
 
 // Start listens on a free loopback port and forwards to upstream.
-func Start(upstream string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func Start(upstream string) (*Proxy, error) { return StartOn("127.0.0.1:0", upstream) }
+
+// StartOn listens on listen (host:port; port 0 picks one) and forwards to
+// upstream: e.g. on a test veth's address, so that a network namespace
+// reaches a server that listens on the root namespace's loopback.
+func StartOn(listen, upstream string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
@@ -53,7 +58,7 @@ func Start(upstream string) (*Proxy, error) {
 	return p, nil
 }
 
-// Addr is the proxy's address ("127.0.0.1:port").
+// Addr is the proxy's address (host:port).
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Heal forwards everything again at once.
