@@ -219,7 +219,7 @@ func (d *nodeDirectory) adminRoutes(mux *http.ServeMux) {
 		start := time.Now()
 		rec, err := d.client.Lookup(r.Context(), id)
 		// The lookup's own time, without HTTP's: what a request path pays.
-		w.Header().Set("Server-Timing", fmt.Sprintf("lookup;dur=%.3f", float64(time.Since(start).Microseconds())/1000))
+		w.Header().Set("Server-Timing", fmt.Sprintf("lookup;dur=%.6f", float64(time.Since(start).Nanoseconds())/1e6))
 		if err != nil {
 			writeAdminError(w, err)
 			return
