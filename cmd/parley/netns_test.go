@@ -239,6 +239,7 @@ func (n *regionNet) forwardPG(dsn string) map[string]string {
 // natsProc is one NATS server of the cluster, in a region.
 type natsProc struct {
 	name, ns, conf string
+	self           string // the test binary, which runs the server
 	cmd            *exec.Cmd
 	done           chan struct{}
 	log            *syncBuffer
@@ -293,8 +294,8 @@ cluster {
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		p := &natsProc{name: s.name, ns: n.ns[s.region], conf: conf}
-		p.start(t, self)
+		p := &natsProc{name: s.name, ns: n.ns[s.region], conf: conf, self: self}
+		p.start(t)
 		procs[s.name] = p
 	}
 	// JetStream is clustered once a meta leader exists and every server is
@@ -332,9 +333,11 @@ func (n *regionNet) natsConn(url string) *nats.Conn {
 	return nc
 }
 
-func (p *natsProc) start(t *testing.T, self string) {
+// start starts the server (again, after kill: same name, configuration
+// and JetStream directory, as a restarted server would be).
+func (p *natsProc) start(t *testing.T) {
 	t.Helper()
-	p.cmd = exec.Command("ip", "netns", "exec", p.ns, self)
+	p.cmd = exec.Command("ip", "netns", "exec", p.ns, p.self)
 	p.cmd.Env = append(cleanEnv(), natsHelperEnv+"="+p.conf)
 	p.log = &syncBuffer{}
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log

@@ -29,8 +29,10 @@ import (
 // region a), then b cut off from a altogether (the link between them
 // lets nothing through: no replica answers, lookups are last-known-good,
 // counted) — and lookups
-// and chat go on in b; healed, b's lookups are fresh again and carry the
-// change made during the cut. The figures (cached, cold in-region and
+// and chat go on in b (which even hears of a catalogue change, through
+// its own relay); healed, b's lookups are fresh again. Last, b's NATS server is killed (lookups on
+// b's node: cache and last-known-good; a post waits for the bus) and
+// restarted (the post arrives, lookups are fresh). The figures (cached, cold in-region and
 // cold cross-region lookup latency; time to recover) are logged.
 func TestRegions(t *testing.T) {
 	needNetns(t)
@@ -38,7 +40,7 @@ func TestRegions(t *testing.T) {
 	const delay = 40 * time.Millisecond
 	rn := newRegionNet(t, delay)
 	regionDSN := rn.forwardPG(dsn)
-	rn.startNATSCluster([]natsServerSpec{
+	servers := rn.startNATSCluster([]natsServerSpec{
 		{name: "a1", region: "a", clientPort: 4301, route: 6301},
 		{name: "a2", region: "a", clientPort: 4302, route: 6302},
 		{name: "b1", region: "b", clientPort: 4301, route: 6301},
@@ -149,25 +151,32 @@ func TestRegions(t *testing.T) {
 	chats["b"].post(t, "region b is cut off")
 	chats["a"].post(t, "region a goes on")
 	cli("workspaces", "set", ws["b"], "--limit", "members=77")
-	waitUntil(t, 15*time.Second, "node a to hear of the change made during the cut", func() bool {
-		rec, _, _ := adminLookup(t, nodes["a"], ws["b"], false)
-		return rec.Limits["members"] == 77
-	})
-	if rec, _, _ := adminLookup(t, nodes["b"], ws["b"], false); rec.Limits["members"] == 77 {
-		t.Fatal("node b heard of a change across a link that drops everything")
+	// Both nodes hear of it: a through its region's JetStream; b through
+	// its own relay, which reads the control database b still reaches and
+	// publishes on b's server — whose stream cannot take it (b's server has
+	// lost JetStream's majority) but whose subscribers, b's clients, hear it.
+	for _, node := range []string{"a", "b"} {
+		waitUntil(t, 15*time.Second, "node "+node+" to hear of the change made during the cut", func() bool {
+			rec, _, _ := adminLookup(t, nodes[node], ws["b"], false)
+			return rec.Limits["members"] == 77
+		})
 	}
 
-	// 3. Healed: the link back, b's directory on. b's lookups are fresh
-	// again and carry the change.
+	// 3. Healed: the link back, b's directory on. b's cold lookups are
+	// answered by a replica again (not last-known-good), with the change.
 	rn.partition(false)
 	chaos(t, nodes["b"], `{}`)
 	healed := time.Now()
-	waitUntil(t, 30*time.Second, "node b to look up the change made during the cut", func() bool {
+	stale := metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", "")
+	waitUntil(t, 30*time.Second, "node b's cold lookups to be answered by a replica again", func() bool {
 		rec, code, _ := adminLookup(t, nodes["b"], ws["b"], true)
-		return code == http.StatusOK && rec.Limits["members"] == 77
+		now := metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", "")
+		fresh := code == http.StatusOK && rec.Limits["members"] == 77 && now == stale
+		stale = now
+		return fresh
 	})
 	recovered := time.Since(healed)
-	stale := metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", "")
+	stale = metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", "")
 	for _, region := range []string{"a", "b"} {
 		if _, code, _ := adminLookup(t, nodes["b"], ws[region], true); code != http.StatusOK {
 			t.Fatalf("lookup on b after healing: %d", code)
@@ -178,13 +187,54 @@ func TestRegions(t *testing.T) {
 	}
 	chats["b"].post(t, "region b is back")
 
+	// 4. Region b's NATS server dies (SIGKILL): b's node has no bus, so no
+	// replica at all; it answers lookups from its cache and last-known-good
+	// (counted), and a post on it commits and waits for the bus. Region a
+	// goes on (its servers keep JetStream's majority). Restarted on its
+	// JetStream directory, the server catches up, b's node reconnects, the
+	// waiting post arrives, and lookups are fresh again.
+	servers["b1"].kill()
+	killed := time.Now()
+	stale = metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", "")
+	for _, region := range []string{"a", "b"} {
+		if rec, code, _ := adminLookup(t, nodes["b"], ws[region], false); code != http.StatusOK || rec.Region != region {
+			t.Fatalf("cached lookup on b with its NATS dead: %d %+v", code, rec)
+		}
+		if rec, code, _ := adminLookup(t, nodes["b"], ws[region], true); code != http.StatusOK || rec.Region != region {
+			t.Fatalf("cold lookup on b with its NATS dead: %d %+v", code, rec)
+		}
+	}
+	if got := metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", ""); got < stale+2 {
+		t.Fatalf("stale serves %v after two cold lookups with b's NATS dead, want >= %v", got, stale+2)
+	}
+	chats["a"].post(t, "region b's NATS is down")
+	postStart := time.Now()
+	chats["b"].api.do("POST", "/channels/"+chats["b"].channel+"/messages", map[string]string{"text": "posted while the bus is down"}, 201, nil)
+	chats["b"].posted++
+	postTook := time.Since(postStart)
+	servers["b1"].start(t)
+	restarted := time.Now()
+	chats["b"].frames.waitEvents(t, parley.EventMessageCreated, chats["b"].posted)
+	stale = metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", "")
+	waitUntil(t, 30*time.Second, "node b's cold lookups to be answered by a replica again", func() bool {
+		_, code, _ := adminLookup(t, nodes["b"], ws["b"], true)
+		now := metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", "")
+		fresh := code == http.StatusOK && now == stale
+		stale = now
+		return fresh
+	})
+	natsRecovered := time.Since(restarted)
+	chats["b"].post(t, "b's NATS is back")
+
 	t.Logf("region figures (%v each way between regions; lookup time from the node's Server-Timing):", delay)
 	for _, k := range []string{"cached", "cold, own region", "cold, from the other region"} {
 		p50, p99 := quantiles(figures[k])
 		t.Logf("  lookup %-28s n=%-4d p50 %-10v p99 %v", k+":", len(figures[k]), p50, p99)
 	}
-	t.Logf("  cut for %v; after healing, node b looked up the change made during the cut within %v",
+	t.Logf("  cut for %v; after healing, node b's cold lookups were answered by a replica again within %v",
 		healed.Sub(partitioned).Round(time.Millisecond), recovered.Round(time.Millisecond))
+	t.Logf("  b's NATS down for %v (a post on b took %v to answer 201); after its restart, node b's lookups were fresh again within %v",
+		restarted.Sub(killed).Round(time.Millisecond), postTook.Round(time.Millisecond), natsRecovered.Round(time.Millisecond))
 	for _, region := range []string{"a", "b"} {
 		nodes[region].stopQuietly(t)
 	}
