@@ -2,6 +2,8 @@ package tenantdir
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,5 +41,24 @@ func TestStreamReplicas(t *testing.T) {
 	three.Replicas, three.Stream = 3, n.Stream+"_R3"
 	if err := EnsureStreams(context.Background(), three); err == nil {
 		t.Fatal("a single server made 3-replica streams")
+	}
+}
+
+// TestDuplicateInFlight: JetStream's "duplicate message id is in process"
+// (another relay publishing the same change), wrapped as the relay wraps
+// it, is recognised; other API errors and plain errors are not.
+func TestDuplicateInFlight(t *testing.T) {
+	dup := &jetstream.APIError{Code: 409, ErrorCode: 10158, Description: "duplicate message id is in process"}
+	if !duplicateInFlight(fmt.Errorf("publish change 2 to X: %w", dup)) {
+		t.Error("a duplicate in flight was not recognised")
+	}
+	for _, err := range []error{
+		fmt.Errorf("publish: %w", &jetstream.APIError{Code: 503, ErrorCode: 10077, Description: "no suitable peers"}),
+		errors.New("duplicate message id is in process"),
+		fmt.Errorf("publish: %w", context.DeadlineExceeded),
+	} {
+		if duplicateInFlight(err) {
+			t.Errorf("%v taken for a duplicate in flight", err)
+		}
 	}
 }
