@@ -74,6 +74,21 @@ func TestDirectoryCommands(t *testing.T) {
 	if _, m := lookup(); m["dsn"] != "postgres://app:xxxxx@db2/parley" {
 		t.Fatalf("admin lookup dsn %v, want it redacted", m["dsn"])
 	}
+	// ?cold=1 asks the replica again; the lookup's time is in Server-Timing.
+	// A cold value that is not 0 or 1 is refused.
+	for q, want := range map[string]int{"?cold=1": 200, "?cold=0": 200, "?cold=maybe": 400, "?cold=%00": 400} {
+		resp, err := http.Get(p.admin + "tenantdir/workspaces/acme" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("lookup%s: %d, want %d", q, resp.StatusCode, want)
+		}
+		if timing := resp.Header.Get("Server-Timing"); want == 200 && !strings.HasPrefix(timing, "lookup;dur=") {
+			t.Errorf("lookup%s: Server-Timing %q", q, timing)
+		}
+	}
 	must("shards", "add", "eu3", "--region", "eu")
 	must("workspaces", "move", "acme", "--to", "eu3")
 	waitUntil(t, 10*time.Second, "the node's client to hear of the move", func() bool {

@@ -1,7 +1,8 @@
 // Package faultproxy is a TCP proxy that injects faults between a client
 // and a real server, for tests and benchmarks of how Parley behaves when
 // its database misbehaves: added latency, connection resets, and a black
-// hole (connections stay open and nothing gets through either way).
+// hole (connections stay open and nothing gets through either way); and,
+// for the region test, a link's one-way delay (Delay).
 package faultproxy
 
 import (
