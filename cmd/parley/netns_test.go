@@ -91,6 +91,17 @@ func needNetns(t *testing.T) {
 		why = "ip (iproute2) is not installed"
 	}
 	if why == "" {
+		// Root in a container may still lack CAP_SYS_ADMIN.
+		var b [3]byte
+		rand.Read(b[:])
+		probe := "parley-rt-probe-" + hex.EncodeToString(b[:])
+		if out, err := exec.Command("ip", "netns", "add", probe).CombinedOutput(); err != nil {
+			why = fmt.Sprintf("ip netns add fails: %v: %s", err, strings.TrimSpace(string(out)))
+		} else if out, err := exec.Command("ip", "netns", "del", probe).CombinedOutput(); err != nil {
+			t.Fatalf("delete the probe namespace %s: %v: %s", probe, err, out)
+		}
+	}
+	if why == "" {
 		return
 	}
 	if os.Getenv("CI") == "true" {

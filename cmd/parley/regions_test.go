@@ -97,6 +97,10 @@ func TestRegions(t *testing.T) {
 		}
 	}
 
+	if _, code, _ := adminLookup(t, nodes["b"], "no-such-workspace", false); code != http.StatusNotFound {
+		t.Fatalf("lookup of an unknown workspace: %d, want 404", code)
+	}
+
 	// Figures, healthy: cached, and cold (the entry dropped, so the
 	// replicas are asked; b's own replica answers first).
 	figures := map[string][]time.Duration{}
@@ -147,6 +151,10 @@ func TestRegions(t *testing.T) {
 	}
 	if got := metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", ""); got < staleBefore+2 {
 		t.Fatalf("stale serves %v after two lookups with no replica, want >= %v", got, staleBefore+2)
+	}
+	// With nothing known of it, no answer is "unavailable", not "not found".
+	if _, code, _ := adminLookup(t, nodes["b"], "never-looked-up", false); code != http.StatusServiceUnavailable {
+		t.Fatalf("lookup on b cut off, of a workspace it never saw: %d, want 503", code)
 	}
 	chats["b"].post(t, "region b is cut off")
 	chats["a"].post(t, "region a goes on")
