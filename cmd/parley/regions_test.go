@@ -19,21 +19,25 @@ import (
 // TestRegions runs Parley in two regions (docs/directory.md "Regions"):
 // each region a network namespace with its NATS servers and a `parley
 // serve` node, 40 ms each way between them (a delay line: this kernel has
-// no netem; netns_test.go), a JetStream cluster
-// of three servers (two in a, one in b) keeping the directory's streams,
-// the catalogue and the chat store on PostgreSQL (reached through a
-// forward on each region's veth). Workspaces are placed in both regions;
-// each node finds both through its admin lookup, and chat works on both.
-// Then region b's directory is killed twice over — the chaos switch
-// regions_off on b's node (its replica answers nothing: lookups go to
-// region a), then b cut off from a altogether (the link between them
-// lets nothing through: no replica answers, lookups are last-known-good,
-// counted) — and lookups
-// and chat go on in b; healed, b's lookups are fresh again and carry the
-// change made during the cut. Last, b's NATS server is killed (lookups on
-// b's node: cache and last-known-good; a post waits for the bus) and
-// restarted (the post arrives, lookups are fresh). The figures (cached, cold in-region and
-// cold cross-region lookup latency; time to recover) are logged.
+// no netem; netns_test.go), a JetStream cluster of three servers (two in
+// a, one in b) keeping the directory's streams, the catalogue and the chat
+// store on PostgreSQL (reached through a forward on each region's veth).
+// Workspaces are placed in both regions; each node finds both through its
+// admin lookup, and chat works on both. Then region b's directory is
+// killed, three ways, and lookups and chat go on in b:
+//
+//  1. the chaos switch regions_off on b's node: its replica answers
+//     nothing, region a's answers across the link;
+//  2. b cut off from a (the link lets nothing through, b's replica still
+//     off): no replica answers, lookups are last-known-good, counted;
+//     healed, b's lookups are fresh again and carry the change made
+//     during the cut;
+//  3. b's NATS server killed: lookups from cache and last-known-good, a
+//     post waits for the bus; restarted, the post arrives and lookups are
+//     fresh.
+//
+// The figures (cached, cold in-region and cold cross-region lookup
+// latency; time to recover) are logged.
 func TestRegions(t *testing.T) {
 	needNetns(t)
 	dsn := testpg.New(t)
