@@ -130,9 +130,11 @@ func (n *node) startDirectory(ctx context.Context) error {
 	nc := tenantdir.NATS{Conn: n.bus.Conn(), Prefix: n.bus.SubjectPrefix(), Replicas: o.DirectoryStreamReplicas}
 	relay, err := tenantdir.NewRelay(ctx, tenantdir.RelayConfig{Catalogue: d.cat, NATS: nc, Logger: n.log, Registerer: n.reg})
 	if err != nil && o.NATS != "" {
-		// An external NATS without JetStream: the node serves without a
-		// directory rather than not at all.
-		log.Warn("tenant directory off: the external NATS has no JetStream", "err", err)
+		// An external NATS without JetStream (or with fewer JetStream
+		// servers than --directory-stream-replicas): the node serves
+		// without a directory rather than not at all.
+		log.Warn("tenant directory off: the external NATS cannot keep its streams (no JetStream, or fewer servers than --directory-stream-replicas)",
+			"err", err, "stream_replicas", o.DirectoryStreamReplicas)
 		d.cat.Close()
 		n.dir = nil
 		return nil
