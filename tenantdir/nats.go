@@ -25,6 +25,11 @@ type NATS struct {
 	Prefix string
 	// Stream is the base name of the streams (default DefaultStream).
 	Stream string
+	// Replicas is how many servers of a JetStream cluster keep each
+	// stream (default 1). A cluster spanning regions wants 3 (a quorum
+	// survives one server or one minority region lost; docs/directory.md
+	// "Regions"); at most 5.
+	Replicas int
 }
 
 func (n NATS) check() (NATS, error) {
@@ -36,6 +41,12 @@ func (n NATS) check() (NATS, error) {
 	}
 	if n.Stream == "" {
 		n.Stream = DefaultStream
+	}
+	if n.Replicas == 0 {
+		n.Replicas = 1
+	}
+	if n.Replicas < 1 || n.Replicas > 5 {
+		return n, fmt.Errorf("tenantdir: %d stream replicas: want 1 to 5", n.Replicas)
 	}
 	return n, nil
 }
@@ -70,7 +81,8 @@ func (n NATS) StreamName(aud Audience) string {
 // streamConfig is aud's stream: file-backed, kept forever, the last few
 // states of each key (a projection applies the newest version, so an old
 // state replayed after a new one changes nothing), duplicates of a change
-// (two relays, a retried publish) dropped by its sequence.
+// (two relays, a retried publish) dropped by its sequence; kept by
+// n.Replicas servers of a cluster.
 func (n NATS) streamConfig(aud Audience) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:              n.StreamName(aud),
@@ -81,6 +93,7 @@ func (n NATS) streamConfig(aud Audience) jetstream.StreamConfig {
 		MaxMsgsPerSubject: 16,
 		Discard:           jetstream.DiscardOld,
 		Duplicates:        2 * time.Minute,
+		Replicas:          n.Replicas,
 	}
 }
 

@@ -3,6 +3,7 @@ package tenantdir
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -101,8 +102,14 @@ func (r *Relay) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if _, err := r.Flush(ctx); err != nil && ctx.Err() == nil {
-			r.errors.Inc()
-			r.log.Warn("tenant directory relay: publish failed; will retry", "err", err)
+			if duplicateInFlight(err) {
+				// Another node's relay is publishing the same change:
+				// the next pass finds it stored (or publishes it).
+				r.log.Debug("tenant directory relay: another relay is publishing the same change; will retry", "err", err)
+			} else {
+				r.errors.Inc()
+				r.log.Warn("tenant directory relay: publish failed; will retry", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -190,4 +197,17 @@ func (r *Relay) resyncIfEmpty(ctx context.Context) error {
 		r.log.Info("tenant directory: streams empty; republishing the catalogue", "changes", n)
 	}
 	return nil
+}
+
+// jsDuplicateInFlight is JetStream's JSStreamDuplicateMessageConflict:
+// a message with this id is being stored by another publish right now.
+const jsDuplicateInFlight jetstream.ErrorCode = 10158
+
+// duplicateInFlight reports whether err is JetStream saying that another
+// publish of the same change (its message id) is still in flight: what
+// every relay but one hears when several nodes, in one region or many,
+// publish a change at once. It is not a failure.
+func duplicateInFlight(err error) bool {
+	var je jetstream.JetStreamError
+	return errors.As(err, &je) && je.APIError() != nil && je.APIError().ErrorCode == jsDuplicateInFlight
 }

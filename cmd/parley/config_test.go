@@ -105,6 +105,9 @@ func TestBadOptions(t *testing.T) {
 		{[]string{"--nats-cluster", ":6222", "--nats-routes", "http://a:1"}, nil, "--nats-routes"},
 		{[]string{"--nats-cluster", ":6222", "--nats-cluster-name", ""}, nil, "--nats-cluster-name"},
 		{[]string{"--identify-rate", "-1"}, nil, "--identify-rate"},
+		{[]string{"--directory-stream-replicas", "0"}, nil, "--directory-stream-replicas"},
+		{[]string{"--directory-stream-replicas", "-3"}, nil, "--directory-stream-replicas"},
+		{nil, map[string]string{"PARLEY_DIRECTORY_STREAM_REPLICAS": "6"}, "--directory-stream-replicas"},
 	} {
 		_, err := parse(t, tc.args, tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -27,15 +28,17 @@ import (
 
 // directoryOptions are the directory's flags of `parley serve`.
 type directoryOptions struct {
-	Region           string   // this node's region
-	ControlDB        string   // postgres:// URL of the control database; empty: beside the node's database
-	DirectoryRegions []string // regions whose replicas the client races; empty: this node's
+	Region                  string   // this node's region
+	ControlDB               string   // postgres:// URL of the control database; empty: beside the node's database
+	DirectoryRegions        []string // regions whose replicas the client races; empty: this node's
+	DirectoryStreamReplicas int      // servers of a JetStream cluster that keep each directory stream
 }
 
 func (o *directoryOptions) registerDirectory(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Region, "region", "local", "this node's region: its directory replica answers for it, and its default shard is placed in it")
 	fs.StringVar(&o.ControlDB, "control-db", "", "PostgreSQL URL of the tenant directory's control database (default: <data>/control.db on SQLite, or the --db database)")
 	fs.StringSliceVar(&o.DirectoryRegions, "directory-regions", nil, "comma-separated regions whose directory replicas this node's client asks in parallel (default: --region)")
+	fs.IntVar(&o.DirectoryStreamReplicas, "directory-stream-replicas", 1, "servers of the (external) JetStream cluster that keep each directory stream: 3 for a cluster spanning regions, 1 for a single server")
 }
 
 func (o *directoryOptions) validateDirectory() error {
@@ -43,6 +46,9 @@ func (o *directoryOptions) validateDirectory() error {
 		if r == "" || strings.ContainsAny(r, ". *>\t") {
 			return fmt.Errorf("region %q: use letters, digits, '-' or '_'", r)
 		}
+	}
+	if o.DirectoryStreamReplicas < 1 || o.DirectoryStreamReplicas > 5 {
+		return fmt.Errorf("--directory-stream-replicas %d: want 1 to 5", o.DirectoryStreamReplicas)
 	}
 	if o.ControlDB != "" && !strings.HasPrefix(o.ControlDB, "postgres://") && !strings.HasPrefix(o.ControlDB, "postgresql://") {
 		return errors.New("--control-db must be a postgres:// URL")
@@ -121,12 +127,14 @@ func (n *node) startDirectory(ctx context.Context) error {
 		}
 		log.Info("tenant directory: added the default shard (this node's database)", "shard", defaultShard, "region", o.Region)
 	}
-	nc := tenantdir.NATS{Conn: n.bus.Conn(), Prefix: n.bus.SubjectPrefix()}
+	nc := tenantdir.NATS{Conn: n.bus.Conn(), Prefix: n.bus.SubjectPrefix(), Replicas: o.DirectoryStreamReplicas}
 	relay, err := tenantdir.NewRelay(ctx, tenantdir.RelayConfig{Catalogue: d.cat, NATS: nc, Logger: n.log, Registerer: n.reg})
 	if err != nil && o.NATS != "" {
-		// An external NATS without JetStream: the node serves without a
-		// directory rather than not at all.
-		log.Warn("tenant directory off: the external NATS has no JetStream", "err", err)
+		// An external NATS without JetStream (or with fewer JetStream
+		// servers than --directory-stream-replicas): the node serves
+		// without a directory rather than not at all.
+		log.Warn("tenant directory off: the external NATS cannot keep its streams (no JetStream, or fewer servers than --directory-stream-replicas)",
+			"err", err, "stream_replicas", o.DirectoryStreamReplicas)
 		d.cat.Close()
 		n.dir = nil
 		return nil
@@ -190,14 +198,30 @@ func (d *nodeDirectory) close() {
 
 // adminRoutes are the directory's admin endpoints: the chaos switches
 // (GET|PUT /tenantdir/chaos) and a lookup through this node's client
-// (GET /tenantdir/workspaces/{id}), DSN passwords redacted.
+// (GET /tenantdir/workspaces/{id}, ?cold=1 to drop the cached entry
+// first), DSN passwords redacted; the lookup's duration is in the
+// Server-Timing header ("lookup;dur=<ms>").
 func (d *nodeDirectory) adminRoutes(mux *http.ServeMux) {
 	if d == nil || d.client == nil {
 		return
 	}
 	mux.Handle("/tenantdir/chaos", d.chaos.Handler())
 	mux.HandleFunc("GET /tenantdir/workspaces/{id}", func(w http.ResponseWriter, r *http.Request) {
-		rec, err := d.client.Lookup(r.Context(), r.PathValue("id"))
+		id := r.PathValue("id")
+		switch r.URL.Query().Get("cold") {
+		case "", "0", "false":
+		case "1", "true":
+			// Drop the cached entry (its last-known-good stays) so that
+			// this lookup asks the replicas: what a cold node pays.
+			d.client.Invalidate(id)
+		default:
+			writeJSONError(w, http.StatusBadRequest, parley.EINVALID, "cold must be 1 or 0")
+			return
+		}
+		start := time.Now()
+		rec, err := d.client.Lookup(r.Context(), id)
+		// The lookup's own time, without HTTP's: what a request path pays.
+		w.Header().Set("Server-Timing", fmt.Sprintf("lookup;dur=%.6f", float64(time.Since(start).Nanoseconds())/1e6))
 		if err != nil {
 			writeAdminError(w, err)
 			return

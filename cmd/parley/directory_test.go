@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // TestDirectoryCommands drives `parley shards` and `parley workspaces`
@@ -74,6 +76,21 @@ func TestDirectoryCommands(t *testing.T) {
 	if _, m := lookup(); m["dsn"] != "postgres://app:xxxxx@db2/parley" {
 		t.Fatalf("admin lookup dsn %v, want it redacted", m["dsn"])
 	}
+	// ?cold=1 asks the replica again; the lookup's time is in Server-Timing.
+	// A cold value that is not 0 or 1 is refused.
+	for q, want := range map[string]int{"?cold=1": 200, "?cold=0": 200, "?cold=maybe": 400, "?cold=%00": 400} {
+		resp, err := http.Get(p.admin + "tenantdir/workspaces/acme" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("lookup%s: %d, want %d", q, resp.StatusCode, want)
+		}
+		if timing := resp.Header.Get("Server-Timing"); want == 200 && !strings.HasPrefix(timing, "lookup;dur=") {
+			t.Errorf("lookup%s: Server-Timing %q", q, timing)
+		}
+	}
 	must("shards", "add", "eu3", "--region", "eu")
 	must("workspaces", "move", "acme", "--to", "eu3")
 	waitUntil(t, 10*time.Second, "the node's client to hear of the move", func() bool {
@@ -116,4 +133,34 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestDirectoryStreamReplicasUnmet: a node asking for 3-replica directory
+// streams of a single JetStream server serves without a directory, and
+// says why, rather than not at all. The server is one of the test's own
+// (the library Parley embeds, on a random loopback port): the machine's
+// nats-server 2.9 accepts a 3-replica stream it cannot replicate, and is
+// shared with other tests.
+func TestDirectoryStreamReplicasUnmet(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
+		JetStream: true, StoreDir: t.TempDir(), SyncAlways: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	p := startParley(t, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--data", t.TempDir(), "--nats", srv.ClientURL(),
+		"--directory-stream-replicas", "3")
+	p.waitLog(t, `tenant directory off: the external NATS cannot keep its streams`)
+	p.waitLog(t, `"stream_replicas":3`)
+	if code, body := adminGet(t, p, "/readyz"); code != 200 {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+	if code, _ := adminGet(t, p, "/tenantdir/workspaces/acme"); code != http.StatusNotFound {
+		t.Fatalf("the directory's admin lookup answered %d with the directory off, want 404 (no such route)", code)
+	}
+	p.stopQuietly(t)
 }

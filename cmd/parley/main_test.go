@@ -31,6 +31,10 @@ const testVersion = "v0.0.0-test"
 var binPath string // built once by TestMain
 
 func TestMain(m *testing.M) {
+	if conf := os.Getenv(natsHelperEnv); conf != "" {
+		// Re-executed by the region test as a NATS server (netns_test.go).
+		os.Exit(runNATSServer(conf))
+	}
 	dir, err := os.MkdirTemp("", "parley-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -97,8 +101,21 @@ var adminRe = regexp.MustCompile(`"msg":"admin listening".*"url":"([^"]+)"`)
 // "Parley is running at" line, plus the two demo lines when --demo is given.
 func startParley(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startParleyIn(t, "", args...)
+}
+
+// startParleyIn is startParley in the network namespace netns ("" for
+// this process's own), where the node listens on the namespace's address
+// rather than loopback.
+func startParleyIn(t *testing.T, netns string, args ...string) *proc {
+	t.Helper()
 	args = append([]string{"serve", "--log-format", "json", "--log-level", "debug"}, args...)
 	cmd := exec.Command(binPath, args...)
+	if netns != "" {
+		// ip netns exec execs the binary in the namespace: the process is
+		// the node itself, so signals reach it.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", netns, binPath}, args...)...)
+	}
 	cmd.Env = cleanEnv()
 	// An io.Pipe rather than StdoutPipe: Wait may then run while stdout is
 	// still being read.
@@ -161,7 +178,11 @@ func startParley(t *testing.T, args ...string) *proc {
 		t.Fatalf("first stdout line %q, want %q…", p.banner[0], prefix)
 	}
 	p.url = strings.TrimPrefix(p.banner[0], prefix)
-	if !regexp.MustCompile(`^http://127\.0\.0\.1:[1-9][0-9]*/$`).MatchString(p.url) {
+	urlRe := `^http://127\.0\.0\.1:[1-9][0-9]*/$`
+	if netns != "" {
+		urlRe = `^http://[0-9.]+:[1-9][0-9]*/$`
+	}
+	if !regexp.MustCompile(urlRe).MatchString(p.url) {
 		t.Fatalf("banner URL %q is not the bound address", p.url)
 	}
 	adminOn := true

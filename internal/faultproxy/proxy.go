@@ -1,7 +1,8 @@
 // Package faultproxy is a TCP proxy that injects faults between a client
 // and a real server, for tests and benchmarks of how Parley behaves when
 // its database misbehaves: added latency, connection resets, and a black
-// hole (connections stay open and nothing gets through either way).
+// hole (connections stay open and nothing gets through either way); and,
+// for the region test, a link's one-way delay (Delay).
 package faultproxy
 
 import (
@@ -21,10 +22,11 @@ const (
 	Latency               // each chunk waits the proxy's latency before it is forwarded
 	BlackHole             // nothing is forwarded (new connections are accepted and stall too)
 	Reset                 // every connection is reset, new ones as soon as they come
+	Delay                 // each chunk goes the proxy's latency after it arrived, later chunks not held back: a link's one-way delay
 )
 
 func (m Mode) String() string {
-	return [...]string{"healthy", "latency", "black hole", "reset"}[m]
+	return [...]string{"healthy", "latency", "black hole", "reset", "delay"}[m]
 }
 
 // Proxy forwards connections from its listener to an upstream address.
@@ -42,8 +44,13 @@ type Proxy struct {
 }
 
 // Start listens on a free loopback port and forwards to upstream.
-func Start(upstream string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func Start(upstream string) (*Proxy, error) { return StartOn("127.0.0.1:0", upstream) }
+
+// StartOn listens on listen (host:port; port 0 picks one) and forwards to
+// upstream: e.g. on a test veth's address, so that a network namespace
+// reaches a server that listens on the root namespace's loopback.
+func StartOn(listen, upstream string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
@@ -53,7 +60,7 @@ func Start(upstream string) (*Proxy, error) {
 	return p, nil
 }
 
-// Addr is the proxy's address ("127.0.0.1:port").
+// Addr is the proxy's address (host:port).
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Heal forwards everything again at once.
@@ -61,6 +68,13 @@ func (p *Proxy) Heal() { p.set(Healthy, 0) }
 
 // AddLatency delays every chunk of bytes, both ways, by d.
 func (p *Proxy) AddLatency(d time.Duration) { p.set(Latency, d) }
+
+// Delay makes the proxy a link with a one-way delay of d in each
+// direction: every chunk is forwarded d after it arrived, in order,
+// however many follow it (where AddLatency makes each chunk wait d once
+// its turn comes). A network namespace test uses it where the kernel has
+// no netem.
+func (p *Proxy) Delay(d time.Duration) { p.set(Delay, d) }
 
 // BlackHole stops forwarding without closing anything.
 func (p *Proxy) BlackHole() { p.set(BlackHole, 0) }
@@ -171,35 +185,55 @@ func (p *Proxy) handle(client net.Conn) {
 }
 
 // pipe copies from src to dst chunk by chunk, applying the mode to each
-// chunk, until either side ends; then it closes both.
+// chunk, until either side ends; then it closes both. A reader stamps each
+// chunk with its arrival (for Delay) and hands it to the writer.
 func (p *Proxy) pipe(dst, src net.Conn) {
+	type chunk struct {
+		b  []byte
+		at time.Time
+	}
+	chunks := make(chan chunk, 256)
+	done := make(chan struct{})
+	var readErr error
 	defer func() {
+		close(done)
 		dst.Close()
 		src.Close()
 	}()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if !p.gate() {
-				return
+	go func() {
+		defer close(chunks)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				select {
+				case chunks <- chunk{buf[:n], time.Now()}:
+				case <-done:
+					return
+				}
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			if err != nil {
+				readErr = err // read by the writer after chunks is closed
 				return
 			}
 		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				reset(dst)
-			}
+	}()
+	for c := range chunks {
+		if !p.gate(c.at) {
 			return
 		}
+		if _, werr := dst.Write(c.b); werr != nil {
+			return
+		}
+	}
+	if !errors.Is(readErr, io.EOF) {
+		reset(dst)
 	}
 }
 
 // gate holds a chunk as the mode says: it returns once the chunk may go,
 // false when the connection must end (reset, or the proxy closed).
-func (p *Proxy) gate() bool {
+func (p *Proxy) gate(arrived time.Time) bool {
 	for {
 		p.mu.Lock()
 		mode, latency, changed, closed := p.mode, p.latency, p.changed, p.closed
@@ -209,8 +243,15 @@ func (p *Proxy) gate() bool {
 			return false
 		case mode == Healthy:
 			return true
-		case mode == Latency:
-			t := time.NewTimer(latency)
+		case mode == Latency || mode == Delay:
+			wait := latency
+			if mode == Delay {
+				wait = time.Until(arrived.Add(latency))
+				if wait <= 0 {
+					return true
+				}
+			}
+			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
 				return true

@@ -95,3 +95,55 @@ func TestFaults(t *testing.T) {
 		t.Fatalf("latency: %v", err)
 	}
 }
+
+// TestDelay: each direction delays every chunk by d from its arrival, so a
+// round trip takes at least 2d, and chunks sent back to back are not held
+// behind each other (ten round trips in flight take about 2d, not 20d).
+func TestDelay(t *testing.T) {
+	const d = 100 * time.Millisecond
+	p, err := Start(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.Delay(d)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	start := time.Now()
+	if err := roundTrip(c, r, 10*time.Second); err != nil {
+		t.Fatalf("delay: %v", err)
+	}
+	if rtt := time.Since(start); rtt < 2*d {
+		t.Fatalf("round trip %v through a link of %v each way", rtt, d)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	start = time.Now()
+	for i := range 10 {
+		if _, err := c.Write([]byte("ping\n")); err != nil {
+			t.Fatal(i, err)
+		}
+		time.Sleep(d / 20) // separate chunks
+	}
+	for i := range 10 {
+		if line, err := r.ReadString('\n'); err != nil || line != "ping\n" {
+			t.Fatalf("echo %d: %q %v", i, line, err)
+		}
+	}
+	if took := time.Since(start); took >= 20*d {
+		t.Fatalf("ten pipelined round trips took %v: chunks were held behind each other", took)
+	}
+
+	p.BlackHole() // a cut link: nothing gets through, in either direction
+	if err := roundTrip(c, r, 3*d); err == nil {
+		t.Fatal("a round trip got through a black hole")
+	}
+	p.Delay(d) // healed: what was held goes through
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if line, err := r.ReadString('\n'); err != nil || line != "ping\n" {
+		t.Fatalf("after heal: %q %v", line, err)
+	}
+}
