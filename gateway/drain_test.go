@@ -138,7 +138,7 @@ func TestHandoverAsksLiveNodes(t *testing.T) {
 // passed since the drain began (the old deadline), but within it of the
 // first one's handover, and is still handed its session.
 func TestDrainLingersWhileSessionsAreTaken(t *testing.T) {
-	const linger = 4 * time.Second
+	const linger = 8 * time.Second
 	e := newEnv(t, func(c *Config) {
 		c.DrainHandover = linger
 		c.LiveNodes = func() []string { return []string{"n1", "n2"} }
@@ -170,7 +170,7 @@ func TestDrainLingersWhileSessionsAreTaken(t *testing.T) {
 	// Waiting out a deadline is what this test is about: polled, not slept.
 	waitUntil(t, "half the linger gone", func() bool { return time.Since(start) >= linger/2 })
 	resume(a, readyA)
-	waitUntil(t, "the linger counted from the start gone", func() bool { return time.Since(start) >= linger+linger/4 })
+	waitUntil(t, "the linger counted from the start gone", func() bool { return time.Since(start) >= linger+linger/8 })
 	select {
 	case err := <-done:
 		t.Fatalf("Shutdown returned (%v) while sessions were being taken", err)
