@@ -181,6 +181,11 @@ type Config struct {
 	// DefaultFillConcurrency). Sessions waiting for a read hold no
 	// goroutine, and all sessions behind on one channel share its read.
 	FillConcurrency int
+	// StreamTail is how many of its newest events per channel the node
+	// keeps from its stream (for at most a minute) to answer session
+	// catch-ups without the store (tail.go; default DefaultStreamTail;
+	// negative: none, every catch-up reads the store).
+	StreamTail int
 	// CloseGrace is how long a closing socket waits for the client's close
 	// frame before it is cut (default 1 s).
 	CloseGrace time.Duration
@@ -188,8 +193,11 @@ type Config struct {
 	// handover requests after it has sent every client away, while
 	// another node is live (LiveNodes) and this one still holds sessions:
 	// the drained clients come back elsewhere after their retry_after, and
-	// the node they reach asks this one for their sessions. No socket is
-	// accepted meanwhile. Default DefaultDrainHandover; negative: none.
+	// the node they reach asks this one for their sessions. It is counted
+	// again from each session taken (the node they reach may admit them a
+	// few at a time), up to MaxLingerFactor times it in all, within
+	// Shutdown's context. No socket is accepted meanwhile. Default
+	// DefaultDrainHandover; negative: none.
 	DrainHandover time.Duration
 	// LiveNodes lists the ids of the cluster's live nodes, this one
 	// included (package nodes). Shutdown lingers for handovers only while
@@ -227,6 +235,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.FillConcurrency <= 0 {
 		c.FillConcurrency = DefaultFillConcurrency
+	}
+	if c.StreamTail == 0 {
+		c.StreamTail = DefaultStreamTail
 	}
 	if c.ReplayMax <= 0 {
 		c.ReplayMax = DefaultReplayMax

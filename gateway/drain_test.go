@@ -130,3 +130,57 @@ func TestHandoverAsksLiveNodes(t *testing.T) {
 		t.Fatal("n2 still holds the session")
 	}
 }
+
+// TestDrainLingersWhileSessionsAreTaken: DrainHandover counts from the
+// last session taken, not from the drain's start. A node taking a fleet's
+// sessions admits them a few at a time, so the last ones come back long
+// after the first: the second client here resumes after DrainHandover has
+// passed since the drain began (the old deadline), but within it of the
+// first one's handover, and is still handed its session.
+func TestDrainLingersWhileSessionsAreTaken(t *testing.T) {
+	const linger = 8 * time.Second
+	e := newEnv(t, func(c *Config) {
+		c.DrainHandover = linger
+		c.LiveNodes = func() []string { return []string{"n1", "n2"} }
+	})
+	n2 := e.node("n2")
+	a, b := e.user("a"), e.user("b")
+	ws := e.workspace(a, b)
+	ca, readyA := e.identify(a, ws)
+	cb, readyB := e.identify(b, ws)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		done <- e.gw.Shutdown(ctx)
+	}()
+	ca.nextOp("reconnect")
+	cb.nextOp("reconnect")
+	waitUntil(t, "n1's sockets closed", func() bool { return len(e.gw.openConns()) == 0 })
+	start := time.Now() // the linger began before this
+
+	resume := func(u *tuser, ready frame) {
+		t.Helper()
+		c := n2.connect()
+		c.send(map[string]any{"op": "resume", "token": u.token, "session_id": ready.SessionID, "seq": 0})
+		if f := c.nextOp("resumed"); f.Op != "resumed" {
+			t.Fatalf("resume on n2: %+v", f)
+		}
+	}
+	// Waiting out a deadline is what this test is about: polled, not slept.
+	waitUntil(t, "half the linger gone", func() bool { return time.Since(start) >= linger/2 })
+	resume(a, readyA)
+	waitUntil(t, "the linger counted from the start gone", func() bool { return time.Since(start) >= linger+linger/8 })
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned (%v) while sessions were being taken", err)
+	default:
+	}
+	resume(b, readyB)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := resumeSources(t, n2.reg)["handover"]; got != 2 {
+		t.Fatalf("handovers %v, want 2", got)
+	}
+}

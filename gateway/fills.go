@@ -25,6 +25,7 @@ type fillPool struct {
 	limit    int                     // Config.FillConcurrency
 	live     parley.LiveConfigSource // GatewayFillConcurrency > 0 overrides limit
 	readLog  func(ctx context.Context, channelID string, after int64, limit int) ([]parley.Event, error)
+	tail     *streamTail // answers first, when it holds the position asked for
 	prepare  func(evs []parley.Event, recv time.Time) []*event
 	now      func() time.Time
 	metrics  *metrics
@@ -61,6 +62,7 @@ func newFillPool(limit int, g *Gateway) *fillPool {
 		limit:    limit,
 		live:     g.cfg.Live,
 		readLog:  g.store.ChannelLog,
+		tail:     g.tail,
 		prepare:  g.prepare,
 		now:      g.now,
 		metrics:  g.metrics,
@@ -88,8 +90,16 @@ func (f *fillPool) sessions(j *fillJob) int {
 
 // request asks for the channel's log after after on behalf of session s of
 // partition p; p.fillDone (or p.fillPanicked) gets the answer. Called on
-// p's goroutine; it never blocks on the store.
+// p's goroutine; it never blocks on the store. When the node's tail of the
+// channel's stream holds after+1 onwards, that is the answer, with no read
+// (it comes back through p's inbox like a read's, so the session's state
+// moves the same way).
 func (f *fillPool) request(p *partition, s *session, channelID string, after int64) {
+	if es, ok := f.tail.window(channelID, after, fillLimit); ok {
+		f.metrics.fillStream.Inc()
+		p.postAsync(func() { p.fillAnswer(s, channelID, es, nil, false) })
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if j := f.inflight[fillKey{channelID, after}]; j != nil {

@@ -29,6 +29,7 @@ type Gateway struct {
 	parts         []*partition
 	seed          maphash.Seed
 	hub           *hub
+	tail          *streamTail // the channels' newest events (tail.go)
 	registry      *registry
 	tr            *transport // nil without sockets (benchmarks)
 	identifyRate  *ipLimiter
@@ -105,6 +106,7 @@ func newGateway(cfg Config) (*Gateway, error) {
 	g.viewStats = newViewMetrics(cfg.Registerer)
 	g.sweepEvery = min(time.Second, cfg.HeartbeatInterval/4, cfg.ResumeWindow/4, cfg.ReplayTTL/4)
 	g.sweepEvery = max(g.sweepEvery, 5*time.Millisecond)
+	g.tail = newStreamTail(cfg.StreamTail, tailAge)
 	g.hub = newHub(g)
 	g.hub.seq = newSequencer(g)
 	g.parts = make([]*partition, cfg.Partitions)
@@ -258,30 +260,49 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 
 // lingerForHandovers keeps the draining node answering handover requests
 // (Shutdown): its clients wait their retry_after before they reconnect to
-// another node, which then asks this one for their sessions.
+// another node, which then asks this one for their sessions. It ends when
+// the node holds no session, or when Config.DrainHandover passes without a
+// session taken (counted from the start, and again from each session
+// taken: a node taking thousands of sessions at once admits them a few at a
+// time, and the last ones come back long after the first), and in any case
+// after MaxLingerFactor times DrainHandover or when ctx ends.
 func (g *Gateway) lingerForHandovers(ctx context.Context) {
 	if g.stopHandover == nil || g.cfg.DrainHandover <= 0 || g.cfg.LiveNodes == nil ||
 		len(g.cfg.LiveNodes()) < 2 || g.registry.len() == 0 {
 		return
 	}
 	held := g.registry.len()
-	g.log.Info("gateway draining: answering handovers", "sessions", held, "for", g.cfg.DrainHandover)
-	deadline := time.NewTimer(g.cfg.DrainHandover)
-	defer deadline.Stop()
+	g.log.Info("gateway draining: answering handovers", "sessions", held, "idle_for", g.cfg.DrainHandover)
+	idle := time.NewTimer(g.cfg.DrainHandover)
+	defer idle.Stop()
+	most := time.NewTimer(MaxLingerFactor * g.cfg.DrainHandover)
+	defer most.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for g.registry.len() > 0 {
+	for left := held; left > 0; {
 		select {
 		case <-ctx.Done():
+			g.log.Info("gateway drained: shutdown deadline", "sessions_held", held, "sessions_left", left)
 			return
-		case <-deadline.C:
-			g.log.Info("gateway drained", "sessions_held", held, "sessions_left", g.registry.len())
+		case <-idle.C:
+			g.log.Info("gateway drained: no handover for a while", "sessions_held", held, "sessions_left", left)
+			return
+		case <-most.C:
+			g.log.Info("gateway drained: longest linger", "sessions_held", held, "sessions_left", left)
 			return
 		case <-tick.C:
+			if n := g.registry.len(); n < left {
+				left = n
+				idle.Reset(g.cfg.DrainHandover)
+			}
 		}
 	}
 	g.log.Info("gateway drained", "sessions_held", held, "sessions_left", 0)
 }
+
+// MaxLingerFactor bounds a drain's linger for handovers: at most this many
+// times Config.DrainHandover, however steadily sessions are taken.
+const MaxLingerFactor = 6
 
 func (g *Gateway) stopWorkers() {
 	if g.stopHot != nil {

@@ -18,8 +18,10 @@ import (
 // after the client's seq, its presence watch) and forgets the session,
 // leaving a note of where it went for the resume window. The new node
 // adopts the session under the same id: it follows the channels from the
-// handed-over positions (catching up from the store where its own stream is
-// ahead), replays the entries, and goes on. A holder that does not answer
+// handed-over positions (catching up where its own stream is ahead: from
+// its tail of the stream, tail.go, else from the store), owes the summaries
+// of what the session passed over in passive channels, replays the
+// entries, and goes on. A holder that does not answer
 // (dead) leaves the client to invalid_session and /sync.
 
 // handoverName is the node-to-node request kind: the topic is
@@ -43,17 +45,31 @@ type handoverReply struct {
 	WorkspaceID string           `json:"workspace_id,omitempty"`
 	LastS       uint64           `json:"last_s,omitempty"`
 	Channels    map[string]int64 `json:"channels,omitempty"` // channel → last seq given
-	Entries     []handoverEntry  `json:"entries,omitempty"`  // s = Seq+1 … LastS
-	Presence    []string         `json:"presence,omitempty"` // watched users
-	Focus       []string         `json:"focus,omitempty"`
-	Admin       bool             `json:"admin,omitempty"`       // the user administers the workspace
-	KnownUsers  []string         `json:"known_users,omitempty"` // users sent to it (jit.go)
-	Members     map[string]int64 `json:"members,omitempty"`     // channel → member count known (view.go)
-	Handle      string           `json:"handle,omitempty"`      // the user's handle (view.go)
+	// Passed: the channels whose newest events the session passed over
+	// (passive, view.go): where the holder's stream had given it up to,
+	// and the summary it owes. The new node follows from there and sends
+	// the summary, with no read of the passed-over events. A holder that
+	// sends none (an older node) leaves the new node to read them.
+	Passed     map[string]passedOver `json:"passed,omitempty"`
+	Entries    []handoverEntry       `json:"entries,omitempty"`  // s = Seq+1 … LastS
+	Presence   []string              `json:"presence,omitempty"` // watched users
+	Focus      []string              `json:"focus,omitempty"`
+	Admin      bool                  `json:"admin,omitempty"`       // the user administers the workspace
+	KnownUsers []string              `json:"known_users,omitempty"` // users sent to it (jit.go)
+	Members    map[string]int64      `json:"members,omitempty"`     // channel → member count known (view.go)
+	Handle     string                `json:"handle,omitempty"`      // the user's handle (view.go)
 	// ExpiresAt is when the session's login expires (Unix µs; 0 when the
 	// holder did not know), so that the new node checks later resumes
 	// without the store.
 	ExpiresAt int64 `json:"expires_at,omitempty"`
+}
+
+// passedOver is a channel's events past what its client was given
+// (handoverReply.Channels), counted for the summary the session owes.
+type passedOver struct {
+	Last     int64 `json:"last"`
+	Unread   int   `json:"unread,omitempty"`
+	Mentions int   `json:"mentions,omitempty"`
 }
 
 type handoverEntry struct {
@@ -250,7 +266,16 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 	s := g.newSession(sessionID, rep.UserID, rep.WorkspaceID, tokenHash)
 	topics := sessionTopics(rep.UserID, rep.WorkspaceID, rep.Admin)
 	refs := make([]parley.ChannelRef, 0, len(rep.Channels))
-	for id, last := range rep.Channels {
+	var passed map[string]passedOver // the valid ones of rep.Passed
+	for id, given := range rep.Channels {
+		last := given
+		if po, ok := rep.Passed[id]; ok && po.Last > given && po.Unread >= 0 && po.Mentions >= 0 {
+			last = po.Last
+			if passed == nil {
+				passed = map[string]passedOver{}
+			}
+			passed[id] = po
+		}
 		refs = append(refs, parley.ChannelRef{ID: id, LastSeq: last, MemberCount: rep.Members[id]})
 	}
 	s.handle = rep.Handle
@@ -270,6 +295,9 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 		defer close(done)
 		p := s.p
 		p.place(s, refs, starts)
+		for id, po := range passed {
+			p.owePassed(s, id, rep.Channels[id], po)
+		}
 		s.sentS, s.lastS, s.detachedAt = seq, seq, p.now
 		g.learnUsers(s, rep.KnownUsers)
 		for _, en := range rep.Entries {

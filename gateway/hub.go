@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
+	"time"
 
 	"parley"
 )
@@ -178,6 +179,7 @@ func (h *hub) releaseLocked(topic string) *topicSub {
 	h.g.metrics.subscriptions.Dec()
 	if channelID, isChannel := strings.CutPrefix(topic, parley.TopicPrefixChannel); isChannel {
 		h.seq.Untrack(channelID)
+		h.g.tail.drop(channelID)
 	}
 	if err := ts.unsub(); err != nil {
 		h.g.log.Warn("gateway unsubscribe failed", "topic", topic, "err", err)
@@ -206,12 +208,18 @@ func (h *hub) later(op subOp) {
 	}
 }
 
-// work applies queued subscription changes until stop is closed.
+// work applies queued subscription changes until stop is closed, and
+// sweeps the stream tails of their old events.
 func (h *hub) work(stop <-chan struct{}) {
+	sweep := time.NewTicker(tailSweep)
+	defer sweep.Stop()
 	for {
 		select {
 		case <-stop:
 			return
+		case <-sweep.C:
+			h.g.tail.sweep(h.g.now())
+			continue
 		case <-h.opsWake:
 		}
 		for {
@@ -257,15 +265,26 @@ func (h *hub) onChannelEvent(ev parley.Event) {
 
 // deliverOrdered is the sequencer's output: a channel's durable events in
 // order, each once.
+// The event goes into the channel's stream tail (tail.go) before any
+// partition sees it, so that a partition's position in a channel is never
+// past the tail's newest event.
 func (h *hub) deliverOrdered(ev parley.Event) {
 	if hot := h.g.cfg.Hot; hot != nil {
 		hot.Observe(ev.ChannelID, ev.Seq)
 	}
-	h.dispatch(parley.TopicChannel(ev.ChannelID), ev)
+	topic := parley.TopicChannel(ev.ChannelID)
+	e := h.encode(topic, ev)
+	h.g.tail.add(e)
+	h.fanOut(topic, e)
 }
 
 // dispatch encodes ev once and hands it to every partition.
 func (h *hub) dispatch(topic string, ev parley.Event) {
+	h.fanOut(topic, h.encode(topic, ev))
+}
+
+// encode prepares ev for the partitions, once.
+func (h *hub) encode(topic string, ev parley.Event) *event {
 	if hook := h.g.dispatchHook.Load(); hook != nil {
 		(*hook)(topic, ev)
 	}
@@ -273,6 +292,11 @@ func (h *hub) dispatch(topic string, ev parley.Event) {
 	if h.g.jit.dir != nil && carriesUsers(ev.Type) {
 		h.g.jit.annotate([]*event{e}, []parley.Event{ev})
 	}
+	return e
+}
+
+// fanOut hands e to every partition.
+func (h *hub) fanOut(topic string, e *event) {
 	for _, p := range h.g.parts {
 		p.send(item{ev: e, topic: topic})
 	}
@@ -288,6 +312,7 @@ func (h *hub) unsubscribeAll() {
 	for topic, ts := range topics {
 		if channelID, ok := strings.CutPrefix(topic, parley.TopicPrefixChannel); ok {
 			h.seq.Untrack(channelID)
+			h.g.tail.drop(channelID)
 		}
 		ts.unsub()
 		h.g.metrics.subscriptions.Dec()

@@ -25,6 +25,7 @@ type metrics struct {
 	sessionFills      prometheus.Counter
 	fillRetries       *prometheus.CounterVec
 	fillReads         prometheus.Counter
+	fillStream        prometheus.Counter
 	fillsInFlight     prometheus.Gauge
 	typingDropped     prometheus.Counter
 	presenceHidden    prometheus.Counter
@@ -69,7 +70,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		slowCloses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_gateway_slow_consumer_closes_total", Help: "Connections closed 4009 because their send queue was full."}),
 		sessionFills: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "parley_gateway_session_catchups_total", Help: "Sessions brought up to the node's stream of a channel from its log; several share one read."}),
+			Name: "parley_gateway_session_catchups_total", Help: "Sessions brought up to the node's stream of a channel from its log (from the store, or from the stream's tail); several share one read."}),
+		fillStream: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_catchup_stream_hits_total", Help: "Session catch-ups answered from the node's tail of the channel's stream, without a store read."}),
 		fillRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_gateway_catchup_retries_total", Help: "Session catch-ups asked for again: after a failed read (failed, with backoff) or a read that never answered (stuck)."}, []string{"reason"}),
 		fillReads: prometheus.NewCounter(prometheus.CounterOpts{
@@ -121,6 +124,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.slowCloses = promutil.Register(reg, m.slowCloses)
 	m.sessionFills = promutil.Register(reg, m.sessionFills)
 	m.fillReads = promutil.Register(reg, m.fillReads)
+	m.fillStream = promutil.Register(reg, m.fillStream)
 	m.fillRetries = promutil.Register(reg, m.fillRetries)
 	m.fillsInFlight = promutil.Register(reg, m.fillsInFlight)
 	m.typingDropped = promutil.Register(reg, m.typingDropped)

@@ -94,7 +94,13 @@ func (p *partition) handOver(s *session, req handoverRequest) handoverReply {
 		if cp.until > 0 || cp.preview {
 			continue // leaving, or a preview: the new node previews afresh from focus
 		}
-		rep.Channels[id] = cp.given // the new node summarizes what was passed over
+		rep.Channels[id] = cp.given
+		if cp.last > cp.given { // passed over: the new node owes the summary
+			if rep.Passed == nil {
+				rep.Passed = map[string]passedOver{}
+			}
+			rep.Passed[id] = passedOver{Last: cp.last, Unread: cp.unread, Mentions: cp.mentions}
+		}
 		if mc, ok := p.members[id]; ok {
 			if rep.Members == nil {
 				rep.Members = map[string]int64{}

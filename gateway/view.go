@@ -198,6 +198,23 @@ func (p *partition) countPending(s *session, cp *chanPos, e *event) {
 	p.armSummaries()
 }
 
+// owePassed sets a handed-over session's position in a channel whose
+// newest events it passed over on the node it came from: the client has
+// given; the stream gave it up to po.Last, counted in po. The summary is
+// owed as if those events had passed here.
+func (p *partition) owePassed(s *session, channelID string, given int64, po passedOver) {
+	cp := s.chans[channelID]
+	if cp == nil || cp.last != po.Last {
+		return
+	}
+	cp.given, cp.unread, cp.mentions = given, po.Unread, po.Mentions
+	if !cp.sumQueued {
+		cp.sumQueued = true
+		p.sumDue = append(p.sumDue, sumRef{s: s, channelID: channelID})
+		p.armSummaries()
+	}
+}
+
 // sumRef is a session's channel with a summary pending.
 type sumRef struct {
 	s         *session

@@ -108,7 +108,7 @@ func startNodes(ctx context.Context, nodes []*chaosNode) (stop func(), err error
 	stop = func() {
 		var wg sync.WaitGroup
 		for _, n := range nodes {
-			wg.Go(n.terminate)
+			wg.Go(func() { n.terminate(15 * time.Second) })
 		}
 		wg.Wait()
 	}
@@ -244,8 +244,9 @@ func (n *chaosNode) signal(sig syscall.Signal) error {
 	return nil
 }
 
-// terminate ends the node gracefully (SIGCONT, SIGTERM, then SIGKILL after 15 s).
-func (n *chaosNode) terminate() {
+// terminate ends the node gracefully (SIGCONT, SIGTERM, then SIGKILL after
+// grace).
+func (n *chaosNode) terminate(grace time.Duration) {
 	n.mu.Lock()
 	cmd, exited := n.cmd, n.exited
 	n.mu.Unlock()
@@ -256,7 +257,7 @@ func (n *chaosNode) terminate() {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-exited:
-	case <-time.After(15 * time.Second):
+	case <-time.After(grace):
 		_ = cmd.Process.Kill()
 		<-exited
 	}

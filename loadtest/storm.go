@@ -143,9 +143,12 @@ type StormPhase struct {
 	Sources map[string]float64 `json:"sources"`
 	// WithoutStore is (buffer + handover) / all resumes.
 	WithoutStore float64 `json:"without_store"`
-	// Session catch-ups from a channel log (parley_gateway_session_catchups_total)
-	// and the reads they shared (parley_gateway_catchup_reads_total).
+	// Session catch-ups (parley_gateway_session_catchups_total), those
+	// answered from the node's tail of the stream without a read
+	// (parley_gateway_catchup_stream_hits_total) and the store reads the
+	// others shared (parley_gateway_catchup_reads_total).
 	SessionCatchups float64 `json:"session_catchups"`
+	CatchupsTail    float64 `json:"catchups_from_tail"`
 	CatchupReads    float64 `json:"catchup_reads"`
 	// The clients' view (sums of client.Stats over the phase).
 	ClientResumes  int64 `json:"client_resumes"`
@@ -636,7 +639,7 @@ func (r *stormRun) rollingPhase(ctx context.Context) (*StormPhase, error) {
 		}
 		r.beginPhase()
 		t0 := time.Now()
-		n.terminate()
+		n.terminate(stopGrace)
 		drain := time.Since(t0)
 		if err := n.start(); err != nil {
 			return nil, err
@@ -681,12 +684,20 @@ func (r *stormRun) rollingPhase(ctx context.Context) (*StormPhase, error) {
 	return ph, nil
 }
 
+// stopGrace is how long a node stopped with SIGTERM may take to exit before
+// it is killed: the gateway's drain, which lingers for handovers while its
+// sessions are being taken (--drain-handover 10 s, at most
+// gateway.MaxLingerFactor times that), and the rest of the shutdown
+// (20 s), with a margin.
+const stopGrace = 100 * time.Second
+
 // stormCounters are the nodes' counters a phase sums.
 var stormCounters = []string{"parley_store_op_seconds_count",
 	`parley_gateway_resume_sources_total{source="buffer"}`,
 	`parley_gateway_resume_sources_total{source="handover"}`,
 	`parley_gateway_resume_sources_total{source="sync"}`,
-	"parley_gateway_session_catchups_total", "parley_gateway_catchup_reads_total"}
+	"parley_gateway_session_catchups_total", "parley_gateway_catchup_reads_total",
+	"parley_gateway_catchup_stream_hits_total"}
 
 // phase computes a phase's figures from the steady window [s0, s1] and
 // the storm window [s1, s2]; sum gives a counter's increase over the
@@ -731,6 +742,7 @@ func (r *stormRun) phase(name string, s0, s1, s2 fleetSnapshot, sum func(string)
 	}
 	ph.SessionCatchups = sum("parley_gateway_session_catchups_total")
 	ph.CatchupReads = sum("parley_gateway_catchup_reads_total")
+	ph.CatchupsTail = sum("parley_gateway_catchup_stream_hits_total")
 	ph.ClientResumes = s2.client.Resumes - s1b.client.Resumes
 	ph.ClientInvalid = s2.client.InvalidSessions - s1b.client.InvalidSessions
 	ph.ClientCatchUps = s2.client.CatchUps - s1b.client.CatchUps
@@ -779,8 +791,8 @@ func (rep *StormReport) Print(w io.Writer) {
 			ph.Name, ph.Back, ph.Dropped, ph.BackWithin, ph.P50BackS, ph.P99BackS, ph.AllBackS)
 		fmt.Fprintf(w, "  database transactions/s: steady %.1f, storm %.1f (%.2f×) over %.1f s; store writes/s: steady %.1f, storm %.1f\n",
 			ph.SteadyTPS, ph.StormTPS, ph.XactRatio, ph.WindowS, ph.SteadyWPS, ph.StormWPS)
-		fmt.Fprintf(w, "  resumes: buffer %.0f, handover %.0f, sync %.0f (%.1f %% without the store); session catch-ups %.0f in %.0f reads\n",
-			ph.Sources["buffer"], ph.Sources["handover"], ph.Sources["sync"], 100*ph.WithoutStore, ph.SessionCatchups, ph.CatchupReads)
+		fmt.Fprintf(w, "  resumes: buffer %.0f, handover %.0f, sync %.0f (%.1f %% without the store); session catch-ups %.0f (%.0f from the nodes' stream tails, the rest in %.0f store reads)\n",
+			ph.Sources["buffer"], ph.Sources["handover"], ph.Sources["sync"], 100*ph.WithoutStore, ph.SessionCatchups, ph.CatchupsTail, ph.CatchupReads)
 		fmt.Fprintf(w, "  clients: %d resumes, %d invalid sessions, %d /sync catch-ups, %d gap fills\n",
 			ph.ClientResumes, ph.ClientInvalid, ph.ClientCatchUps, ph.ClientGapFills)
 		for _, wv := range ph.Waves {

@@ -84,7 +84,7 @@ func (o *limitOptions) registerLimits(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxIdentifies, "max-identifies", 0, "identifies and resumes in progress on this node before others wait in the admission queue (default 64)")
 	fs.IntVar(&o.IdentifyQueue, "identify-queue", 0, "identifies and resumes that may wait for an admission slot (default 512; negative: none, fail fast)")
 	fs.IntVar(&o.FillConcurrency, "fill-concurrency", 0, "store reads this node runs at once to bring sessions that fell behind a channel back up to its stream; sessions behind the same channel share one read (default 8)")
-	fs.DurationVar(&o.DrainHandover, "drain-handover", gateway.DefaultDrainHandover, "after a shutdown signal has sent every gateway client away, how long this node goes on handing their sessions over to the nodes they reconnect to (while another node is live and it still holds sessions); 0: not at all")
+	fs.DurationVar(&o.DrainHandover, "drain-handover", gateway.DefaultDrainHandover, "after a shutdown signal has sent every gateway client away, how long this node goes on handing their sessions over to the nodes they reconnect to, counted again from each session taken, at most six times it (while another node is live and it still holds sessions); 0: not at all")
 	fs.DurationVar(&o.IdentifyQueueWait, "identify-queue-wait", 0, "longest an identify or resume waits for an admission slot (default 1s; negative: no queue)")
 
 	c := &o.Caps

@@ -390,14 +390,21 @@ func (n *node) Close() error {
 
 func (n *node) close() error {
 	n.ready.Store(false)
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
 	var errs []error
 	if n.gateway != nil {
-		if err := n.gateway.Shutdown(ctx); err != nil {
+		// The gateway's drain may linger for handovers (--drain-handover,
+		// again after each session taken, at most MaxLingerFactor times
+		// it) on top of closing its sockets; the rest gets shutdownTimeout
+		// afterwards.
+		gctx, gcancel := context.WithTimeout(context.Background(),
+			shutdownTimeout+gateway.MaxLingerFactor*max(0, n.opts.DrainHandover))
+		if err := n.gateway.Shutdown(gctx); err != nil {
 			errs = append(errs, fmt.Errorf("gateway shutdown: %w", err))
 		}
+		gcancel()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
 	if n.api != nil {
 		if err := n.api.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("api shutdown: %w", err))
