@@ -291,7 +291,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("open file storage: %w", err)
 	}
 	log.Info("file storage", "at", where)
-	n.files = files.New(files.Config{Storage: storage, Store: n.store, Live: n.config, URLTTL: o.FileURLTTL,
+	n.files = files.New(files.Config{Storage: storage, Store: n.guarded.Files(n.store), Live: n.config, URLTTL: o.FileURLTTL,
 		Logger: log, Registerer: n.reg})
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	n.stopSweep = stopSweep
@@ -312,7 +312,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.guarded), Exporter: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config,
 		LiveNodes:        func() int { return len(n.members.Live()) },
-		Integrations:     n.store,
+		Integrations:     n.guarded.Integrations(n.store),
 		Files:            n.files,
 		Notify:           n.store,
 		NotifySecret:     []byte(o.EmailSecret),
