@@ -169,7 +169,9 @@ func (i *integGuard) DeleteIntegration(ctx context.Context, actor, workspaceID, 
 }
 
 func (i *integGuard) CommandByName(ctx context.Context, workspaceID, name string) (*parley.Integration, error) {
-	return call(i.g, ctx, Read, func(ctx context.Context) (*parley.Integration, error) { return i.s.CommandByName(ctx, workspaceID, name) })
+	return call(i.g, ctx, Read, func(ctx context.Context) (*parley.Integration, error) {
+		return i.s.CommandByName(ctx, workspaceID, name)
+	})
 }
 
 func (i *integGuard) Commands(ctx context.Context, workspaceID string) ([]parley.Integration, error) {
