@@ -315,6 +315,41 @@ func (s *Store) Audit(ctx context.Context, workspaceID string, e parley.AuditEnt
 	})
 }
 
+// AuditBots records the entries in one transaction, each in its bot's
+// workspace (an INSERT … SELECT from bots: no read before the write).
+func (s *Store) AuditBots(ctx context.Context, entries []parley.AuditEntry) (int, error) {
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	n := 0
+	err := s.write(ctx, "bot audit", func(ctx context.Context, tx *Tx) error {
+		n = 0
+		for _, e := range entries {
+			if e.ID == "" {
+				e.ID = parley.NewID(parley.PrefixAuditEntry)
+			}
+			at := e.At
+			if at.IsZero() {
+				at = tx.now
+			}
+			res, err := tx.ExecContext(ctx,
+				`INSERT INTO bot_audit (workspace_id, id, bot_id, at, action, target, status)
+				 SELECT workspace_id, $1, user_id, $2, $3, $4, $5 FROM bots WHERE user_id = $6`,
+				e.ID, micros(at), e.Action, e.Target, e.Status, e.BotID)
+			if err != nil {
+				return fmt.Errorf("insert audit entry: %w", err)
+			}
+			k, _ := res.RowsAffected()
+			n += int(k)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // BotAudit pages the workspace's bot audit log, newest first (admins only).
 // The cursor is the last entry's id (ids are time-ordered).
 func (s *Store) BotAudit(ctx context.Context, actor, workspaceID, botID, cursor string, limit int) (*parley.AuditPage, error) {

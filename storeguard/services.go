@@ -198,6 +198,10 @@ func (i *integGuard) Audit(ctx context.Context, workspaceID string, e parley.Aud
 	return do(i.g, ctx, Write, func(ctx context.Context) error { return i.s.Audit(ctx, workspaceID, e) })
 }
 
+func (i *integGuard) AuditBots(ctx context.Context, entries []parley.AuditEntry) (int, error) {
+	return call(i.g, ctx, Write, func(ctx context.Context) (int, error) { return i.s.AuditBots(ctx, entries) })
+}
+
 func (i *integGuard) BotAudit(ctx context.Context, actor, workspaceID, botID, cursor string, limit int) (*parley.AuditPage, error) {
 	return call(i.g, ctx, History, func(ctx context.Context) (*parley.AuditPage, error) {
 		return i.s.BotAudit(ctx, actor, workspaceID, botID, cursor, limit)

@@ -70,6 +70,9 @@ type SrcMessage struct {
 	PinnedBy           string // ext user id, "" when not pinned
 	PinnedAt           time.Time
 	Files              []parley.ImportFile
+	// Notice is parley.EventMemberJoined or EventMemberLeft for a
+	// membership notice of User; "" for a message.
+	Notice string
 }
 
 // SrcReaction is one emoji and its users (ext ids).
@@ -117,6 +120,8 @@ type Summary struct {
 	Reactions        int            `json:"reactions"`
 	Pins             int            `json:"pins"`
 	Files            int            `json:"files_recorded"`
+	Notices          int            `json:"membership_notices"`
+	NoticesKnown     int            `json:"membership_notices_already_imported"`
 	AlreadyImported  int            `json:"messages_already_imported"`
 	Skipped          map[string]int `json:"skipped,omitempty"`
 	Problems         []string       `json:"problems,omitempty"`
@@ -233,8 +238,17 @@ func Import(ctx context.Context, im parley.Importer, src *Source, opts Options) 
 		}
 		out := make([]parley.ImportMessage, 0, len(msgs))
 		for _, m := range msgs {
+			if have[m.ExtID] && m.Notice != "" {
+				sum.NoticesKnown++
+				continue
+			}
 			if have[m.ExtID] {
 				sum.AlreadyImported++
+				continue
+			}
+			if m.Notice != "" {
+				out = append(out, parley.ImportMessage{ExtID: m.ExtID, UserID: users.ids[m.User],
+					CreatedAt: m.CreatedAt, Notice: m.Notice})
 				continue
 			}
 			text := m.Text
@@ -289,6 +303,7 @@ func Import(ctx context.Context, im parley.Importer, src *Source, opts Options) 
 			sum.Reactions += res.Reactions
 			sum.Pins += res.Pins
 			sum.Files += res.Files
+			sum.Notices += res.Notices
 			sum.AlreadyImported += res.Skipped
 			sum.skip("replies whose thread root is missing (imported as top-level messages)", res.Orphans)
 			newOfChannel += res.Messages

@@ -166,6 +166,8 @@ func printSummary(w io.Writer, s *transfer.Summary) {
 	fmt.Fprintf(w, "channels    %d created, %d existing\n", s.ChannelsCreated, s.ChannelsKnown)
 	fmt.Fprintf(w, "messages    %d imported (%d replies in %d threads), %d from an earlier run\n",
 		s.Messages, s.Replies, s.Threads, s.AlreadyImported)
+	fmt.Fprintf(w, "joins       %d join and leave notices (member.joined, member.left), %d from an earlier run\n",
+		s.Notices, s.NoticesKnown)
 	fmt.Fprintf(w, "reactions   %d\npins        %d\nfiles       %d recorded (metadata only; see docs/import.md)\n",
 		s.Reactions, s.Pins, s.Files)
 	for _, k := range sortedKeys(s.Skipped) {

@@ -76,7 +76,7 @@ func TestImportExportCommands(t *testing.T) {
 	out, stderr := runParley(t, "import", "slack", zipPath, "--workspace", "acme", "--owner", "owner@example.com",
 		"--data", data, "--batch", "300", "--progress", "lines")
 	for _, want := range []string{"messages    " + strconv.Itoa(total) + " imported", "users       ", "skipped     ",
-		"join and leave notices", "problem     malformed export: random/2099-01-01.json"} {
+		"joins       " + strconv.Itoa(ex.Joins) + " join and leave notices", "problem     malformed export: random/2099-01-01.json"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
