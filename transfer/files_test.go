@@ -87,7 +87,7 @@ func pngBytes(t *testing.T, w, h int) []byte {
 
 type slackFile struct {
 	id, name, mime, path string
-	size               int
+	size                 int
 }
 
 // fileExport is a small Slack export: one channel, one message per file,

@@ -125,6 +125,8 @@ type Summary struct {
 	AlreadyImported  int            `json:"messages_already_imported"`
 	Skipped          map[string]int `json:"skipped,omitempty"`
 	Problems         []string       `json:"problems,omitempty"`
+	// FileImport is what ImportFiles did, when the caller ran it.
+	FileImport *FileSummary `json:"file_import,omitempty"`
 	Took             time.Duration  `json:"took_ns"`
 }
 

@@ -24,6 +24,9 @@ type Config struct {
 	// a missing user, a malformed day file, a bad emoji (default true
 	// unless NoEdge).
 	NoEdge bool
+	// FileURLBase is where the files' url_private point (default
+	// https://files.slack.example): a test serves them there.
+	FileURLBase string
 }
 
 // Export is a generated export and what an import must make of it.
@@ -110,6 +113,10 @@ func Generate(cfg Config) *Export {
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
 	start := time.Date(2024, 3, 1, 8, 0, 0, 0, time.UTC)
+	fileBase := cfg.FileURLBase
+	if fileBase == "" {
+		fileBase = "https://files.slack.example"
+	}
 	ex := &Export{Messages: map[string][]Message{}, Memberships: map[string][]Membership{}, Bot: "bot:B0001", Start: start}
 
 	// Users: Ada matches an account the tests create; the others are new.
@@ -288,7 +295,7 @@ func Generate(cfg Config) *Export {
 			for k := range n {
 				fs = append(fs, jsonMap{"id": fmt.Sprintf("F%d_%d", i, k), "name": fmt.Sprintf("shot-%d-%d.png", i, k),
 					"title": "Screenshot", "mimetype": "image/png", "size": 1000 + i,
-					"url_private": fmt.Sprintf("https://files.slack.example/F%d_%d/shot.png", i, k)})
+					"url_private": fmt.Sprintf("%s/F%d_%d/shot.png", fileBase, i, k)})
 			}
 			raw["files"] = fs
 			m.Files = n
