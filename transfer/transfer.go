@@ -126,8 +126,8 @@ type Summary struct {
 	Skipped          map[string]int `json:"skipped,omitempty"`
 	Problems         []string       `json:"problems,omitempty"`
 	// FileImport is what ImportFiles did, when the caller ran it.
-	FileImport *FileSummary `json:"file_import,omitempty"`
-	Took             time.Duration  `json:"took_ns"`
+	FileImport *FileSummary  `json:"file_import,omitempty"`
+	Took       time.Duration `json:"took_ns"`
 }
 
 // skip counts one thing left out.
