@@ -4,9 +4,11 @@
 // and it writes a parley.Exporter's stream as a Parley export
 // (docs/import.md).
 //
-// It must not know about SQL, HTTP or the bus: the store does the writes
-// (sqlstore/importer.go) and the authorization, the command line and the
-// HTTP API only hand it readers and writers.
+// It must not know about SQL or the bus, nor serve HTTP: the store does
+// the writes (sqlstore/importer.go) and the authorization, the command
+// line and the HTTP API only hand it readers and writers. The one HTTP it
+// speaks is as a client, fetching an export's files from the source's
+// allowed hosts (files.go).
 package transfer
 
 import (
