@@ -140,7 +140,8 @@ func fileExport(t *testing.T, base string, fs []slackFile, inZip map[string][]by
 	return b.Bytes()
 }
 
-// TestImportSlackFiles: on the local directory and on S3, the files of an
+// TestImportSlackFiles: on the local directory and on S3 (SQLite), and
+// on the local directory with PostgreSQL, the files of an
 // import are taken from the zip or downloaded with the token (bounded
 // concurrency), stored, attached to their messages (an image with its
 // dimensions and thumbnail); a 404, a 401, a 403, a file over the limit,
@@ -148,10 +149,14 @@ func fileExport(t *testing.T, base string, fs []slackFile, inZip map[string][]by
 // their messages as they were; a run cut off goes on where it stopped and
 // a second run downloads nothing twice.
 func TestImportSlackFiles(t *testing.T) {
-	for _, kind := range []string{"local", "s3"} {
+	for _, kind := range []string{"local", "s3", "local-postgres"} {
 		t.Run(kind, func(t *testing.T) {
 			var storage files.Storage
-			if kind == "local" {
+			open := openSQLite
+			if kind == "local-postgres" {
+				open = openPostgres
+			}
+			if kind != "s3" {
 				l, err := files.NewLocal(t.TempDir())
 				if err != nil {
 					t.Fatal(err)
@@ -166,14 +171,14 @@ func TestImportSlackFiles(t *testing.T) {
 				}
 				storage = s
 			}
-			testImportSlackFiles(t, storage)
+			testImportSlackFiles(t, storage, open)
 		})
 	}
 }
 
-func testImportSlackFiles(t *testing.T, storage files.Storage) {
+func testImportSlackFiles(t *testing.T, storage files.Storage, open opener) {
 	ctx := context.Background()
-	e := newEnv(t, openSQLite)
+	e := newEnv(t, open)
 	live := parley.DefaultLiveConfig()
 	live.FileConfig.FileMaxMB = 1 // 1 MiB per file
 	svc := files.New(files.Config{Storage: storage, Store: e.s, Live: parley.StaticConfig(live)})
