@@ -231,6 +231,10 @@ type IntegrationStore interface {
 	// Audit records what a bot did; BotAudit pages a workspace's log
 	// (admins only), newest first, of one bot when botID is set.
 	Audit(ctx context.Context, workspaceID string, e AuditEntry) error
+	// AuditBots records entries of several bots in one transaction, each in
+	// its bot's workspace (found by the store); entries of users that are
+	// not bots are left out. It returns the number recorded.
+	AuditBots(ctx context.Context, entries []AuditEntry) (int, error)
 	BotAudit(ctx context.Context, actor, workspaceID, botID, cursor string, limit int) (*AuditPage, error)
 	// BotWorkspace returns the workspace of a bot user, or ENOTFOUND for a
 	// user that is not a bot.

@@ -70,6 +70,11 @@ type ImportMessage struct {
 	PinnedBy    string // "" when not pinned
 	PinnedAt    time.Time
 	Files       []ImportFile
+	// Notice, when set, makes this a membership notice instead of a
+	// message: EventMemberJoined or EventMemberLeft of UserID at
+	// CreatedAt, written to the channel's log at its place in time order,
+	// as the live server records a join or leave (Text and the rest unused).
+	Notice string
 }
 
 // ImportReaction is one emoji on a message and who reacted with it.
@@ -98,6 +103,7 @@ type ImportBatchResult struct {
 	Reactions int // (emoji, user) pairs
 	Pins      int
 	Files     int
+	Notices   int // membership notices written (member.joined, member.left)
 }
 
 // Importer is a store that takes imported history in bulk.
@@ -188,4 +194,32 @@ type ExportSink interface {
 type Exporter interface {
 	// ExportWorkspace streams the workspace to sink; only its owner may.
 	ExportWorkspace(ctx context.Context, actor, workspaceID string, opts ExportOptions, sink ExportSink) error
+}
+
+// PendingImportFile is a file of an imported message whose bytes are not
+// attached yet (import_files with attached_at NULL).
+type PendingImportFile struct {
+	MessageID string
+	ExtID     string
+	Position  int
+	Name      string
+	Title     string
+	MimeType  string
+	Size      int64 // as the source said
+	URL       string
+}
+
+// ImportFileStore attaches the bytes of imported messages' files
+// (docs/import.md, "Files").
+type ImportFileStore interface {
+	// PendingImportFiles pages the workspace's files not attached yet, by
+	// (message id, position), after the given one ("" and 0 to start).
+	PendingImportFiles(ctx context.Context, workspaceID, afterMessage string, afterPosition, limit int) ([]PendingImportFile, error)
+	// AttachImportedFile records f (stored bytes) as the pending file p,
+	// attached to p's message and uploaded by its author, counts it in the
+	// workspace's usage within q (ETOOLARGE past it) and marks p attached,
+	// in one transaction. ECONFLICT when p is attached already (another
+	// run did it), ENOTFOUND when its message is gone: the caller then
+	// removes the bytes it stored.
+	AttachImportedFile(ctx context.Context, workspaceID string, p PendingImportFile, f File, q FileQuota) (*File, error)
 }

@@ -43,11 +43,14 @@ const (
 
 // integ is the integrations' share of a Server.
 type integ struct {
-	store   parley.IntegrationStore // nil: integrations are off (503)
-	srv     *Server
-	log     *slog.Logger
-	caller  *integrations.Caller
-	hookLim *edge.Limiter // per incoming webhook
+	store parley.IntegrationStore // nil: integrations are off (503)
+	// recorder queues audit entries (package auditlog); nil: each is
+	// written by the request, after its answer.
+	recorder AuditRecorder
+	srv      *Server
+	log      *slog.Logger
+	caller   *integrations.Caller
+	hookLim  *edge.Limiter // per incoming webhook
 
 	outgoingSem chan struct{}
 	mu          sync.Mutex
@@ -64,6 +67,7 @@ func newInteg(cfg Config, s *Server) *integ {
 	rate := cfg.WebhookRate.Or(DefaultWebhookRate)
 	return &integ{
 		store:       cfg.Integrations,
+		recorder:    cfg.Audit,
 		srv:         s,
 		log:         s.log,
 		caller:      &integrations.Caller{Client: cfg.CommandClient, Timeout: cfg.CommandTimeout, Now: s.now},
@@ -90,6 +94,12 @@ func checkScope(rt route, c *caller) error {
 	return parley.Errorf(parley.EFORBIDDEN, "this token lacks the %s scope", rt.Scope)
 }
 
+// AuditRecorder takes bot audit entries to write later; *auditlog.Writer
+// is one.
+type AuditRecorder interface {
+	Record(ctx context.Context, e parley.AuditEntry)
+}
+
 // auditCall records a bot token's write after it was answered.
 func (in *integ) auditCall(r *http.Request, c *caller, rt route, sw *statusWriter) {
 	if in.store == nil {
@@ -101,6 +111,10 @@ func (in *integ) auditCall(r *http.Request, c *caller, rt route, sw *statusWrite
 // audit writes one entry for botID's workspace; a failure is logged, never
 // the caller's.
 func (in *integ) audit(ctx context.Context, botID, action, target string, status int) {
+	if in.recorder != nil {
+		in.recorder.Record(ctx, parley.AuditEntry{BotID: botID, Action: action, Target: target, Status: status})
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
 	ws, err := in.store.BotWorkspace(ctx, botID)

@@ -82,6 +82,9 @@ type Config struct {
 	// Integrations keeps bots, webhooks, commands and the bot audit log
 	// (integrations.go). Nil: the integration routes answer 503.
 	Integrations parley.IntegrationStore
+	// Audit queues the bot audit log's entries (package auditlog). Nil:
+	// each entry is written by its request, synchronously.
+	Audit AuditRecorder
 	// WebhookRate limits each incoming webhook (default DefaultWebhookRate).
 	WebhookRate Rate
 	// CommandTimeout is how long a slash command or outgoing webhook URL

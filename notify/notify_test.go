@@ -64,6 +64,20 @@ func openStore(t *testing.T, dialect string, pgURL string) *sqlstore.Store {
 
 func newNotifier(t *testing.T, e *env, st *sqlstore.Store, node string) *notify.Notifier {
 	t.Helper()
+	return newNotifierOnline(t, e, st, node, func(_ context.Context, ids []string) []string {
+		var out []string
+		for _, id := range ids {
+			if _, ok := e.online.Load(id); ok {
+				out = append(out, id)
+			}
+		}
+		return out
+	})
+}
+
+// newNotifierOnline is a notifier that asks online for who is online.
+func newNotifierOnline(t *testing.T, e *env, st *sqlstore.Store, node string, online func(context.Context, []string) []string) *notify.Notifier {
+	t.Helper()
 	n, err := notify.New(notify.Config{
 		Store: st,
 		SMTP: notify.SMTP{Host: e.mail.SMTPHost, Port: e.mail.SMTPPort, TLS: notify.TLSNone,
@@ -72,15 +86,7 @@ func newNotifier(t *testing.T, e *env, st *sqlstore.Store, node string) *notify.
 		Secret:  secret,
 		NodeID:  node,
 		Now:     e.clk.Now,
-		Online: func(_ context.Context, ids []string) []string {
-			var out []string
-			for _, id := range ids {
-				if _, ok := e.online.Load(id); ok {
-					out = append(out, id)
-				}
-			}
-			return out
-		},
+		Online:  online,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,10 @@ type query struct {
 	expect   map[string]struct{} // nodes yet to answer
 	deadline int64
 	sync     bool // the first status of users waits for it
+	// probe is set for OnlineUsers' queries: the users some node answered
+	// online for; done is closed when the query completes.
+	probe map[string]bool
+	done  chan struct{}
 }
 
 // startBus subscribes the control topics and announces this node.
@@ -413,6 +417,13 @@ func (t *Tracker) requery(target string, now int64) {
 
 func (t *Tracker) completeQuery(q *query) {
 	delete(t.queries, q.id)
+	if q.done != nil {
+		select {
+		case <-q.done:
+		default:
+			close(q.done)
+		}
+	}
 	if !q.sync {
 		return
 	}
@@ -454,6 +465,13 @@ func (t *Tracker) applyState(m ctlMsg, now int64) {
 	q := t.queries[m.QID]
 	if q == nil {
 		return // late: only what the answer says is used
+	}
+	if q.probe != nil {
+		for _, s := range m.States {
+			if s.Presence == Online {
+				q.probe[s.UserID] = true
+			}
+		}
 	}
 	// Users left out of the answer have no session on that node (as of
 	// version m.V): anything older it said about them is void.

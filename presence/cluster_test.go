@@ -43,6 +43,7 @@ func TestCluster(t *testing.T) {
 		{"QueryAnsweredByAllNodesCompletesBeforeTimeout", testQueryAnsweredByAllNodesCompletesBeforeTimeout},
 		{"WithNodesMembership", testWithNodesMembership},
 		{"NodeMetLateIsAsked", testNodeMetLateIsAsked},
+		{"OnlineUsersAcrossNodes", testOnlineUsersAcrossNodes},
 	}
 	for _, kind := range bustest.Kinds() {
 		t.Run(kind.Name, func(t *testing.T) {

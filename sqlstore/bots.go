@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -313,6 +314,52 @@ func (s *Store) Audit(ctx context.Context, workspaceID string, e parley.AuditEnt
 		}
 		return nil
 	})
+}
+
+// AuditBots records the entries in one transaction, each in its bot's
+// workspace: multi-row INSERT … SELECT joining the entries to bots, so
+// there is no read before the write and one statement per 100 entries.
+func (s *Store) AuditBots(ctx context.Context, entries []parley.AuditEntry) (int, error) {
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	n := 0
+	err := s.write(ctx, "bot audit", func(ctx context.Context, tx *Tx) error {
+		n = 0
+		for chunk := range slices.Chunk(entries, 100) {
+			var b strings.Builder
+			b.WriteString(`WITH v (id, bot_id, at, action, target, status) AS (VALUES `)
+			args := make([]any, 0, 6*len(chunk))
+			for i, e := range chunk {
+				if e.ID == "" {
+					e.ID = parley.NewID(parley.PrefixAuditEntry)
+				}
+				at := e.At
+				if at.IsZero() {
+					at = tx.now
+				}
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				k := len(args)
+				fmt.Fprintf(&b, "($%d, $%d, CAST($%d AS BIGINT), $%d, $%d, CAST($%d AS INTEGER))", k+1, k+2, k+3, k+4, k+5, k+6)
+				args = append(args, e.ID, e.BotID, micros(at), e.Action, e.Target, e.Status)
+			}
+			b.WriteString(`) INSERT INTO bot_audit (workspace_id, id, bot_id, at, action, target, status)
+				SELECT b.workspace_id, v.id, v.bot_id, v.at, v.action, v.target, v.status FROM v JOIN bots b ON b.user_id = v.bot_id`)
+			res, err := tx.ExecContext(ctx, b.String(), args...)
+			if err != nil {
+				return fmt.Errorf("insert audit entries: %w", err)
+			}
+			k, _ := res.RowsAffected()
+			n += int(k)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // BotAudit pages the workspace's bot audit log, newest first (admins only).

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -198,7 +199,25 @@ func (s *Store) ImportedMessages(ctx context.Context, workspaceID, source, chann
 		}
 		out[ext] = true
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("imported messages: %w", err)
+	}
+	// Membership notices: mapped to "<channel id>/<seq>".
+	nrows, err := s.rdb.QueryContext(ctx, `SELECT ext_id FROM import_map
+		WHERE workspace_id = $1 AND source = $2 AND kind = 'notice' AND parley_id LIKE $3`,
+		workspaceID, source, channelID+"/%")
+	if err != nil {
+		return nil, fmt.Errorf("imported notices: %w", err)
+	}
+	defer nrows.Close()
+	for nrows.Next() {
+		var ext string
+		if err := nrows.Scan(&ext); err != nil {
+			return nil, fmt.Errorf("imported notices: %w", err)
+		}
+		out[ext] = true
+	}
+	return out, nrows.Err()
 }
 
 // importThread is what a batch adds to one thread.
@@ -219,6 +238,12 @@ func (s *Store) ImportMessages(ctx context.Context, workspaceID, source, channel
 		m := &msgs[i]
 		if m.ExtID == "" || m.UserID == "" || m.CreatedAt.IsZero() {
 			return nil, parley.Errorf(parley.EINVALID, "imported message %d lacks an id, user or time", i)
+		}
+		if m.Notice != "" {
+			if m.Notice != parley.EventMemberJoined && m.Notice != parley.EventMemberLeft {
+				return nil, parley.Errorf(parley.EINVALID, "imported notice %s: %q is not a membership event", m.ExtID, m.Notice)
+			}
+			continue
 		}
 		if err := parley.CheckText("text", m.Text); err != nil {
 			return nil, fmt.Errorf("message %s: %w", m.ExtID, err)
@@ -261,6 +286,11 @@ func (tx *Tx) importMessages(ctx context.Context, workspaceID, source, channelID
 		}
 		return nil, fmt.Errorf("lock channel: %w", err)
 	}
+	var memberCount int64
+	if err := tx.QueryRowContext(ctx, `SELECT member_count FROM channel_stats WHERE workspace_id = $1 AND channel_id = $2`,
+		workspaceID, channelID).Scan(&memberCount); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("read member count: %w", err)
+	}
 	// What earlier runs imported: the batch's own ids and its roots.
 	want := make([]string, 0, len(msgs))
 	for _, m := range msgs {
@@ -295,6 +325,24 @@ func (tx *Tx) importMessages(ctx context.Context, workspaceID, source, channelID
 		}
 		created := micros(im.CreatedAt)
 		lastAt = max(lastAt, created)
+		if im.Notice != "" {
+			// A join or leave from the source: the event the live server
+			// writes (membership rows come from the channel's member list,
+			// the current state), at its place in the log. member_count is
+			// the channel's now: the source does not say what it was then.
+			lastSeq++
+			raw, err := json.Marshal(parley.MemberEventData{ChannelID: channelID, Seq: lastSeq, UserID: im.UserID, MemberCount: memberCount})
+			if err != nil {
+				return nil, fmt.Errorf("encode imported notice: %w", err)
+			}
+			evRows = append(evRows, []any{workspaceID, channelID, lastSeq, im.Notice, string(raw), created})
+			tx.events = append(tx.events, importedEvent(workspaceID, channelID, lastSeq, im.Notice, raw, created))
+			id := channelID + "/" + strconv.FormatInt(lastSeq, 10)
+			mapRows = append(mapRows, []any{workspaceID, source, "notice", im.ExtID, id})
+			ids[im.ExtID] = id
+			res.Notices++
+			continue
+		}
 		m := &parley.Message{
 			ID:          parley.NewIDAt(parley.PrefixMessage, im.CreatedAt),
 			WorkspaceID: workspaceID,
@@ -404,7 +452,7 @@ func (tx *Tx) importMessages(ctx context.Context, workspaceID, source, channelID
 		mapRows = append(mapRows, []any{workspaceID, source, "message", im.ExtID, m.ID})
 		res.Messages++
 	}
-	if res.Messages == 0 {
+	if res.Messages == 0 && res.Notices == 0 {
 		return res, nil
 	}
 	inserts := []struct {
@@ -463,13 +511,13 @@ func (tx *Tx) mappedMessages(ctx context.Context, workspaceID, source string, ex
 	for chunk := range slices.Chunk(exts, 500) {
 		args := []any{workspaceID, source}
 		query := `SELECT m.ext_id, m.parley_id FROM unnest($3::text[]) AS e(ext_id)
-			JOIN import_map m ON m.workspace_id = $1 AND m.source = $2 AND m.kind = 'message' AND m.ext_id = e.ext_id`
+			JOIN import_map m ON m.workspace_id = $1 AND m.source = $2 AND m.kind IN ('message', 'notice') AND m.ext_id = e.ext_id`
 		if sqlite {
 			for _, e := range chunk {
 				args = append(args, e)
 			}
 			query = `SELECT ext_id, parley_id FROM import_map
-			WHERE workspace_id = $1 AND source = $2 AND kind = 'message' AND ext_id IN (` + inClause(3, len(chunk)) + `)`
+			WHERE workspace_id = $1 AND source = $2 AND kind IN ('message', 'notice') AND ext_id IN (` + inClause(3, len(chunk)) + `)`
 		} else {
 			args = append(args, chunk)
 		}

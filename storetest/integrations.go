@@ -122,6 +122,31 @@ func init() {
 		if len(p1.Entries) != 2 || p1.Entries[0].Status != 202 || len(p2.Entries) != 1 || p2.Entries[0].Status != 200 || p2.NextCursor != "" {
 			t.Fatalf("audit pages %+v then %+v", p1, p2)
 		}
+		// Entries of several bots in one call, each in its bot's workspace;
+		// a user that is not a bot is left out.
+		ws2 := MustWorkspace(t, s, member)
+		bot2, err := is.CreateBot(ctx(t), member.ID, ws2.ID, parley.NewBot{Name: "Deploy", Handle: "deploy-bot"})
+		NoErr(t, err)
+		at := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+		n, err := is.AuditBots(ctx(t), []parley.AuditEntry{
+			{BotID: hook.BotID, Action: "POST /channels/{id}/messages", Target: "/a", Status: 201, At: at},
+			{BotID: member.ID, Action: "not a bot", Status: 200},
+			{BotID: bot2.User.ID, Action: "PUT /messages/{id}/reactions/{emoji}", Target: "/b", Status: 204},
+		})
+		NoErr(t, err)
+		if n != 2 {
+			t.Fatalf("AuditBots recorded %d, want 2", n)
+		}
+		p3, err := is.BotAudit(ctx(t), owner.ID, ws.ID, "", "", 10)
+		NoErr(t, err)
+		if len(p3.Entries) != 4 || p3.Entries[0].Status != 201 || !p3.Entries[0].At.Equal(at) || p3.Entries[0].Target != "/a" {
+			t.Fatalf("audit of ws after AuditBots: %+v", p3.Entries)
+		}
+		p4, err := is.BotAudit(ctx(t), member.ID, ws2.ID, "", "", 10)
+		NoErr(t, err)
+		if len(p4.Entries) != 1 || p4.Entries[0].BotID != bot2.User.ID || p4.Entries[0].Status != 204 {
+			t.Fatalf("audit of ws2 after AuditBots: %+v", p4.Entries)
+		}
 		// The owner (an admin) may delete it without being in the channel.
 		NoErr(t, is.DeleteWebhook(ctx(t), owner.ID, ws.ID, hook.ID))
 		_, err = is.WebhookByID(ctx(t), hook.ID)

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -225,6 +226,7 @@ func checkSlackImport(t *testing.T, e *env, wsID string, ex *transfertest.Export
 				t.Fatalf("channel %s: seq %d is older than seq %d", c.Want, bySeq[i].Seq, bySeq[i-1].Seq)
 			}
 		}
+		checkMemberships(t, e, bc.ID, c, ex, ids)
 		pins, err := e.s.ListPins(ctx, e.owner.ID, bc.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -268,13 +270,16 @@ func checkSummary(t *testing.T, sum *transfer.Summary, ex *transfertest.Export) 
 	if ex.Ghost == "" {
 		placeholders = 0
 	}
+	if sum.Notices != ex.Joins {
+		t.Errorf("summary: %d membership notices, want %d", sum.Notices, ex.Joins)
+	}
 	if sum.Messages != msgs || sum.Replies != repl || sum.Files != files || sum.Pins != pins || sum.Reactions != reacts ||
 		sum.UsersMatched != 1 || sum.UsersCreated != len(ex.Users)-1+placeholders+1 || sum.Bots != 1 ||
 		sum.ChannelsCreated != len(ex.Channels)-1 || sum.ChannelsKnown != 1 {
 		t.Fatalf("summary %+v; want %d messages, %d replies, %d files, %d pins, %d reactions", sum, msgs, repl, files, pins, reacts)
 	}
 	want := map[string]int{
-		"join and leave notices": ex.Joins,
+		"join and leave notices": 0, // imported now
 		"channel notices (topic, purpose, name, archive, pins, integrations)": ex.Notices,
 		"private channels (groups.json)":                                      ex.Private,
 		"direct messages (dms.json)":                                          ex.DMs,
@@ -324,7 +329,8 @@ func TestSlackImport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if again.Messages != 0 || again.AlreadyImported != sum.Messages || again.UsersCreated+again.UsersMatched != 0 ||
+			if again.Messages != 0 || again.AlreadyImported != sum.Messages || again.Notices != 0 || again.NoticesKnown != ex.Joins ||
+				again.UsersCreated+again.UsersMatched != 0 ||
 				again.ChannelsCreated != 0 || again.WorkspaceCreated {
 				t.Fatalf("second run: %+v", again)
 			}
@@ -379,6 +385,9 @@ func TestSlackImportResume(t *testing.T) {
 			if sum.Messages+sum.AlreadyImported != total {
 				t.Fatalf("rerun: %d new + %d already = %d, want %d", sum.Messages, sum.AlreadyImported,
 					sum.Messages+sum.AlreadyImported, total)
+			}
+			if sum.Notices+sum.NoticesKnown != ex.Joins {
+				t.Fatalf("rerun: %d new + %d already imported membership notices, want %d", sum.Notices, sum.NoticesKnown, ex.Joins)
 			}
 			checkSlackImport(t, e, sum.WorkspaceID, ex)
 		})
@@ -648,4 +657,54 @@ func rezip(t *testing.T, in []byte, name, body string) []byte {
 		t.Fatal(err)
 	}
 	return out.Bytes()
+}
+
+// checkMemberships: the channel's joins and leaves are member.joined and
+// member.left events of the right users at the right times, in the order
+// of the export, and the log (messages and memberships) is in time order.
+func checkMemberships(t *testing.T, e *env, channelID string, c transfertest.Channel, ex *transfertest.Export, ids map[string]string) {
+	t.Helper()
+	var log []parley.Event
+	for after := int64(0); ; {
+		evs, err := e.s.ChannelLog(context.Background(), channelID, after, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) == 0 {
+			break
+		}
+		log = append(log, evs...)
+		after = evs[len(evs)-1].Seq
+	}
+	var got []transfertest.Membership
+	var last time.Time
+	for _, ev := range log {
+		switch ev.Type {
+		case parley.EventMemberJoined, parley.EventMemberLeft:
+			var d parley.MemberEventData
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.ChannelID != channelID || d.Seq != ev.Seq || d.MemberCount <= 0 {
+				t.Fatalf("channel %s: %s at seq %d: %+v", c.Want, ev.Type, ev.Seq, d)
+			}
+			got = append(got, transfertest.Membership{User: d.UserID, Type: ev.Type, At: ev.CreatedAt})
+		case parley.EventMessageCreated:
+		default:
+			continue
+		}
+		if ev.CreatedAt.Before(last) {
+			t.Fatalf("channel %s: %s at seq %d (%v) is older than the event before it (%v)", c.Want, ev.Type, ev.Seq, ev.CreatedAt, last)
+		}
+		last = ev.CreatedAt
+	}
+	want := ex.Memberships[c.ID]
+	if len(got) != len(want) {
+		t.Fatalf("channel %s: %d membership events, want %d", c.Want, len(got), len(want))
+	}
+	for i, w := range want {
+		if g := got[i]; g.User != ids[w.User] || g.Type != w.Type || !g.At.Equal(w.At) {
+			t.Fatalf("channel %s: membership %d is %+v, want %s of %s (%s) at %v", c.Want, i, g, w.Type, ids[w.User], w.User, w.At)
+		}
+	}
 }

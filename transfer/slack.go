@@ -266,10 +266,6 @@ func firstOf(ss ...string) string {
 
 // Subtypes left out, by the reason counted in the summary.
 var slackSkips = map[string]string{
-	"channel_join":      "join and leave notices",
-	"channel_leave":     "join and leave notices",
-	"group_join":        "join and leave notices",
-	"group_leave":       "join and leave notices",
 	"channel_topic":     "channel notices (topic, purpose, name, archive, pins, integrations)",
 	"channel_purpose":   "channel notices (topic, purpose, name, archive, pins, integrations)",
 	"channel_name":      "channel notices (topic, purpose, name, archive, pins, integrations)",
@@ -324,6 +320,14 @@ func slackToSrc(raw json.RawMessage, channelID string, pins map[string]slackPin)
 		out.ThreadExtID = channelID + "/" + m.ThreadTS
 	}
 	switch m.Subtype {
+	case "channel_join", "group_join":
+		// Membership notices: an event in the log, no message (Slack's
+		// text "<@U…> has joined the channel" says nothing more).
+		*out = SrcMessage{ExtID: out.ExtID, User: out.User, CreatedAt: at, Notice: parley.EventMemberJoined}
+		return res, "", nil
+	case "channel_leave", "group_leave":
+		*out = SrcMessage{ExtID: out.ExtID, User: out.User, CreatedAt: at, Notice: parley.EventMemberLeft}
+		return res, "", nil
 	case "me_message":
 		out.Text = "_" + out.Text + "_"
 	case "tombstone":

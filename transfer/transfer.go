@@ -4,9 +4,11 @@
 // and it writes a parley.Exporter's stream as a Parley export
 // (docs/import.md).
 //
-// It must not know about SQL, HTTP or the bus: the store does the writes
-// (sqlstore/importer.go) and the authorization, the command line and the
-// HTTP API only hand it readers and writers.
+// It must not know about SQL or the bus, nor serve HTTP: the store does
+// the writes (sqlstore/importer.go) and the authorization, the command
+// line and the HTTP API only hand it readers and writers. The one HTTP it
+// speaks is as a client, fetching an export's files from the source's
+// allowed hosts (files.go).
 package transfer
 
 import (
@@ -70,6 +72,9 @@ type SrcMessage struct {
 	PinnedBy           string // ext user id, "" when not pinned
 	PinnedAt           time.Time
 	Files              []parley.ImportFile
+	// Notice is parley.EventMemberJoined or EventMemberLeft for a
+	// membership notice of User; "" for a message.
+	Notice string
 }
 
 // SrcReaction is one emoji and its users (ext ids).
@@ -117,10 +122,14 @@ type Summary struct {
 	Reactions        int            `json:"reactions"`
 	Pins             int            `json:"pins"`
 	Files            int            `json:"files_recorded"`
+	Notices          int            `json:"membership_notices"`
+	NoticesKnown     int            `json:"membership_notices_already_imported"`
 	AlreadyImported  int            `json:"messages_already_imported"`
 	Skipped          map[string]int `json:"skipped,omitempty"`
 	Problems         []string       `json:"problems,omitempty"`
-	Took             time.Duration  `json:"took_ns"`
+	// FileImport is what ImportFiles did, when the caller ran it.
+	FileImport *FileSummary  `json:"file_import,omitempty"`
+	Took       time.Duration `json:"took_ns"`
 }
 
 // skip counts one thing left out.
@@ -233,8 +242,17 @@ func Import(ctx context.Context, im parley.Importer, src *Source, opts Options) 
 		}
 		out := make([]parley.ImportMessage, 0, len(msgs))
 		for _, m := range msgs {
+			if have[m.ExtID] && m.Notice != "" {
+				sum.NoticesKnown++
+				continue
+			}
 			if have[m.ExtID] {
 				sum.AlreadyImported++
+				continue
+			}
+			if m.Notice != "" {
+				out = append(out, parley.ImportMessage{ExtID: m.ExtID, UserID: users.ids[m.User],
+					CreatedAt: m.CreatedAt, Notice: m.Notice})
 				continue
 			}
 			text := m.Text
@@ -289,6 +307,7 @@ func Import(ctx context.Context, im parley.Importer, src *Source, opts Options) 
 			sum.Reactions += res.Reactions
 			sum.Pins += res.Pins
 			sum.Files += res.Files
+			sum.Notices += res.Notices
 			sum.AlreadyImported += res.Skipped
 			sum.skip("replies whose thread root is missing (imported as top-level messages)", res.Orphans)
 			newOfChannel += res.Messages

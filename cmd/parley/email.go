@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"parley/notify"
-	"parley/presence"
 )
 
 // Email for missed mentions and DMs (docs/email.md): off unless
@@ -93,19 +92,13 @@ func (n *node) startNotifier(baseURL string) error {
 	return nil
 }
 
-// onlineUsers are those of ids whose presence this node sees as online
-// (not away, not offline). A user with sessions only on other nodes that
-// no session here watches reads offline, and may get an email while
-// online elsewhere; what they read before it is due is still dropped.
-func (n *node) onlineUsers(_ context.Context, ids []string) []string {
+// onlineUsers are those of ids who are online anywhere in the cluster:
+// presence asks the other nodes about users with no session here
+// (presence.Tracker.OnlineUsers), so a user active on another node gets
+// no email.
+func (n *node) onlineUsers(ctx context.Context, ids []string) []string {
 	if n.presence == nil {
 		return nil
 	}
-	var out []string
-	for _, id := range ids {
-		if n.presence.Status(id) == presence.Online {
-			out = append(out, id)
-		}
-	}
-	return out
+	return n.presence.OnlineUsers(ctx, ids)
 }

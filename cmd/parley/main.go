@@ -68,7 +68,7 @@ func newRootCmd(stdout, stderr io.Writer, lookupEnv func(string) (string, bool))
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newVersionCmd(), newServeCmd(lookupEnv), newSeedCmd(), newConfigCmd(lookupEnv), newLoadtestCmd(), newChaosCmd(),
-		newShardsCmd(lookupEnv), newWorkspacesCmd(lookupEnv), newImportCmd(), newExportCmd())
+		newShardsCmd(lookupEnv), newWorkspacesCmd(lookupEnv), newImportCmd(lookupEnv), newExportCmd())
 	return root
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"parley"
 	"parley/affinity"
+	"parley/auditlog"
 	"parley/files"
 	"parley/gateway"
 	"parley/hot"
@@ -122,6 +123,8 @@ type node struct {
 	// notifier emails missed mentions and DMs (email.go); nil without
 	// --smtp-host.
 	notifier *notify.Notifier
+	// audit writes the bot audit log (auditlog); closed after the API.
+	audit *auditlog.Writer
 
 	// dir is the tenant directory's parts (directory.go); nil when off.
 	dir *nodeDirectory
@@ -291,7 +294,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("open file storage: %w", err)
 	}
 	log.Info("file storage", "at", where)
-	n.files = files.New(files.Config{Storage: storage, Store: n.store, Live: n.config, URLTTL: o.FileURLTTL,
+	n.files = files.New(files.Config{Storage: storage, Store: n.guarded.Files(n.store), Live: n.config, URLTTL: o.FileURLTTL,
 		Logger: log, Registerer: n.reg})
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	n.stopSweep = stopSweep
@@ -308,11 +311,16 @@ func (n *node) Run(ctx context.Context) (err error) {
 		return err
 	}
 
+	// The bot audit log is written off the request path, in batches; it
+	// is flushed at shutdown after the API has drained (close).
+	n.audit = auditlog.New(auditlog.Config{Store: n.guarded.Integrations(n.store), Logger: log, Registerer: n.reg})
+
 	panics := promutil.Panics(n.reg)
 	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.guarded), Exporter: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config,
 		LiveNodes:        func() int { return len(n.members.Live()) },
-		Integrations:     n.store,
+		Integrations:     n.guarded.Integrations(n.store),
+		Audit:            n.audit,
 		Files:            n.files,
 		Notify:           n.store,
 		NotifySecret:     []byte(o.EmailSecret),
@@ -412,6 +420,11 @@ func (n *node) close() error {
 		}
 	} else if n.apiLn != nil {
 		n.apiLn.Close()
+	}
+	if n.audit != nil {
+		if err := n.audit.Close(ctx); err != nil { // flushes what the requests queued
+			errs = append(errs, err)
+		}
 	}
 	if n.purger != nil {
 		n.purger.Close() // stops between batches; resumed on the next start

@@ -322,3 +322,83 @@ func TestLostConnectionWithGuardOff(t *testing.T) {
 		return st == 200
 	})
 }
+
+// TestStoreGuardFilesAndIntegrations: the routes that reach the database
+// through the file service or the integration store without a session (a
+// webhook post, a signed download) answer 503 with Retry-After while the
+// database is black-holed and the breaker open, instead of hanging on it.
+func TestStoreGuardFilesAndIntegrations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault injection against PostgreSQL")
+	}
+	g := startGuardNode(t, liveconfig.StoreGuardPatch{
+		StoreGuardSlowCallMs: ptr(300), StoreGuardConsecutiveFailures: ptr(3),
+		StoreGuardOpenSeconds: ptr(30), StoreGuardWindowSeconds: ptr(5)})
+	alice, _ := g.login(t, "alice@demo.parley.dev")
+	_, _, raw, _ := g.call("GET", "/workspaces", alice, nil)
+	var wss struct {
+		Workspaces []struct{ ID string } `json:"workspaces"`
+	}
+	json.Unmarshal(raw, &wss)
+	ws := wss.Workspaces[0].ID
+	_, _, raw, _ = g.call("GET", "/workspaces/"+ws+"/channels", alice, nil)
+	var chs struct {
+		Channels []struct{ ID, Name string } `json:"channels"`
+	}
+	json.Unmarshal(raw, &chs)
+	general := ""
+	for _, c := range chs.Channels {
+		if c.Name == "general" {
+			general = c.ID
+		}
+	}
+	st, _, raw, err := g.call("POST", "/channels/"+general+"/webhooks", alice, map[string]string{"name": "ci"})
+	if err != nil || st != 201 {
+		t.Fatalf("create webhook: %d %s %v", st, raw, err)
+	}
+	var hook struct {
+		URL string `json:"url"`
+	}
+	json.Unmarshal(raw, &hook)
+	hookPath := hook.URL[strings.Index(hook.URL, "/api/v1")+len("/api/v1"):]
+	req, _ := http.NewRequest("POST", g.api+"/workspaces/"+ws+"/files?name=notes.txt", strings.NewReader("some notes"))
+	req.Header.Set("Authorization", "Bearer "+alice)
+	res, err := guardHTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 201 {
+		t.Fatalf("upload: %d %s", res.StatusCode, raw)
+	}
+	var file struct {
+		URL string `json:"url"`
+	}
+	json.Unmarshal(raw, &file)
+	filePath := file.URL[strings.Index(file.URL, "/api/v1")+len("/api/v1"):]
+	if st, _, raw, err := g.call("GET", filePath, "", nil); err != nil || st != 200 || string(raw) != "some notes" {
+		t.Fatalf("signed download: %d %q %v", st, raw, err)
+	}
+
+	l := g.startLoad(alice, 4)
+	g.proxy.BlackHole()
+	waitCond(t, "the breaker to open", 60*time.Second, func() bool { return g.n.guarded.State() == "open" })
+	fast := &http.Client{Timeout: 5 * time.Second} // a call that reaches the black hole outlives it
+	for _, c := range []struct{ method, path string }{
+		{"POST", hookPath},
+		{"GET", filePath},
+	} {
+		var body any
+		if c.method == "POST" {
+			body = map[string]string{"text": "build passed"}
+		}
+		st, retry, raw, err := g.callWith(fast, c.method, c.path, "", body)
+		if err != nil || st != http.StatusServiceUnavailable || retry == "" {
+			t.Errorf("%s %s with the database black-holed: %d Retry-After %q %s %v, want 503 with Retry-After",
+				c.method, strings.SplitN(c.path, "/", 3)[1], st, retry, raw, err)
+		}
+	}
+	g.proxy.Heal()
+	l.end()
+}

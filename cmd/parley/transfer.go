@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"parley"
+	"parley/files"
 	"parley/sqlstore"
 	"parley/transfer"
 )
@@ -57,15 +59,22 @@ func (o *storeFlags) open(ctx context.Context, log *slog.Logger) (*sqlstore.Stor
 
 type importOptions struct {
 	storeFlags
-	Workspace string
-	Name      string
-	Owner     string // email
-	Batch     int
-	JSON      bool
-	Progress  string // auto, bar, lines, off
+	fileOptions // where attached files go (as for serve)
+	// SlackToken downloads the export's files (url_private); FileHosts
+	// are the hosts it may be sent to, FileConcurrency the downloads at once.
+	SlackToken      string
+	FileHosts       []string
+	FileConcurrency int
+	FileTimeout     time.Duration
+	Workspace       string
+	Name            string
+	Owner           string // email
+	Batch           int
+	JSON            bool
+	Progress        string // auto, bar, lines, off
 }
 
-func newImportCmd() *cobra.Command {
+func newImportCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 	var o importOptions
 	cmd := &cobra.Command{
 		Use:   "import slack|parley EXPORT.zip",
@@ -78,6 +87,9 @@ func newImportCmd() *cobra.Command {
 			"Servers running on the database see the imported channels after a restart.",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := applyEnv(cmd.Flags(), lookupEnv); err != nil {
+				return err
+			}
 			kind := args[0]
 			if kind != parley.ImportSlack && kind != parley.ImportParley {
 				return fmt.Errorf(`the first argument must be "slack" or "parley", not %q`, kind)
@@ -91,6 +103,15 @@ func newImportCmd() *cobra.Command {
 			if o.Batch < 1 || o.Batch > 10_000 {
 				return errors.New("--batch must be 1 to 10,000")
 			}
+			if o.FileConcurrency < 1 || o.FileConcurrency > 64 {
+				return errors.New("--file-concurrency must be 1 to 64")
+			}
+			if o.FileTimeout <= 0 {
+				return errors.New("--file-timeout must be positive")
+			}
+			if err := o.validateFiles(); err != nil {
+				return err
+			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			return runImport(cmd.Context(), o, kind, args[1], cmd.OutOrStdout(), cmd.ErrOrStderr(), log)
 		},
@@ -103,6 +124,14 @@ func newImportCmd() *cobra.Command {
 	fs.IntVar(&o.Batch, "batch", 2000, "messages per transaction")
 	fs.BoolVar(&o.JSON, "json", false, "print the summary as JSON")
 	fs.StringVar(&o.Progress, "progress", "auto", `progress: "bar" (redrawn in place), "lines" (a line every 2 s), "off", or "auto" (bar on a terminal, else lines)`)
+	fs.StringVar(&o.SlackToken, "slack-token", "", "Slack token (xoxb-… or xoxp-… with files:read) to download the export's files; without it only the files inside the zip are attached (prefer the environment variable to the flag)")
+	fs.StringSliceVar(&o.FileHosts, "slack-file-hosts", transfer.DefaultFileHosts, "hosts the Slack token may be sent to (.domain: its subdomains); file URLs elsewhere are not fetched")
+	fs.IntVar(&o.FileConcurrency, "file-concurrency", 4, "files downloaded at once")
+	fs.DurationVar(&o.FileTimeout, "file-timeout", 10*time.Minute, "how long one file's download may take")
+	o.registerFiles(fs)
+	fs.VisitAll(func(f *pflag.Flag) {
+		f.Usage += " [$" + envName(f.Name) + "]"
+	})
 	return cmd
 }
 
@@ -142,6 +171,11 @@ func runImport(ctx context.Context, o importOptions, kind, file string, stdout, 
 	if err != nil {
 		return fmt.Errorf("import %s: %w (run the same command again to go on from the last batch committed)", filepath.Base(file), err)
 	}
+	if kind == parley.ImportSlack {
+		if sum.FileImport, err = importFiles(ctx, o, store, f, st.Size(), sum.WorkspaceID, log); err != nil {
+			return fmt.Errorf("import %s: files: %w (run the same command again to fetch the rest)", filepath.Base(file), err)
+		}
+	}
 	if o.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -149,6 +183,27 @@ func runImport(ctx context.Context, o importOptions, kind, file string, stdout, 
 	}
 	printSummary(stdout, sum)
 	return nil
+}
+
+// importFiles attaches the files of the imported messages: those the zip
+// carries, and with --slack-token the others, downloaded.
+func importFiles(ctx context.Context, o importOptions, store *sqlstore.Store, zf io.ReaderAt, size int64, workspaceID string,
+	log *slog.Logger) (*transfer.FileSummary, error) {
+	zr, err := zip.NewReader(zf, size)
+	if err != nil {
+		return nil, err
+	}
+	storage, _, err := (&serveOptions{DataDir: o.DataDir, fileOptions: o.fileOptions}).openFileStorage(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open file storage: %w", err)
+	}
+	live, err := store.LoadLiveConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	svc := files.New(files.Config{Storage: storage, Store: store, Live: parley.StaticConfig(live), Logger: log})
+	return transfer.ImportFiles(ctx, store, svc, transfer.FileOptions{WorkspaceID: workspaceID, Token: o.SlackToken,
+		Hosts: o.FileHosts, Zip: zr, Concurrency: o.FileConcurrency, Timeout: o.FileTimeout})
 }
 
 func printSummary(w io.Writer, s *transfer.Summary) {
@@ -166,8 +221,19 @@ func printSummary(w io.Writer, s *transfer.Summary) {
 	fmt.Fprintf(w, "channels    %d created, %d existing\n", s.ChannelsCreated, s.ChannelsKnown)
 	fmt.Fprintf(w, "messages    %d imported (%d replies in %d threads), %d from an earlier run\n",
 		s.Messages, s.Replies, s.Threads, s.AlreadyImported)
-	fmt.Fprintf(w, "reactions   %d\npins        %d\nfiles       %d recorded (metadata only; see docs/import.md)\n",
-		s.Reactions, s.Pins, s.Files)
+	fmt.Fprintf(w, "joins       %d join and leave notices (member.joined, member.left), %d from an earlier run\n",
+		s.Notices, s.NoticesKnown)
+	fmt.Fprintf(w, "reactions   %d\npins        %d\nfiles       %d recorded\n", s.Reactions, s.Pins, s.Files)
+	if fs := s.FileImport; fs != nil {
+		fmt.Fprintf(w, "attached    %d files (%d from the export, %d downloaded, %.1f MiB)\n",
+			fs.Attached, fs.FromZip, fs.Downloaded, float64(fs.Bytes)/(1<<20))
+		if fs.Waiting > 0 {
+			fmt.Fprintf(w, "waiting     %d files to download (run again with --slack-token)\n", fs.Waiting)
+		}
+		for _, k := range sortedKeys(fs.Failed) {
+			fmt.Fprintf(w, "not fetched %d %s\n", fs.Failed[k], k)
+		}
+	}
 	for _, k := range sortedKeys(s.Skipped) {
 		fmt.Fprintf(w, "skipped     %d %s\n", s.Skipped[k], k)
 	}

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"parley"
@@ -76,7 +79,7 @@ func TestImportExportCommands(t *testing.T) {
 	out, stderr := runParley(t, "import", "slack", zipPath, "--workspace", "acme", "--owner", "owner@example.com",
 		"--data", data, "--batch", "300", "--progress", "lines")
 	for _, want := range []string{"messages    " + strconv.Itoa(total) + " imported", "users       ", "skipped     ",
-		"join and leave notices", "problem     malformed export: random/2099-01-01.json"} {
+		"joins       " + strconv.Itoa(ex.Joins) + " join and leave notices", "problem     malformed export: random/2099-01-01.json"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
@@ -186,4 +189,92 @@ func isDeletedRoot(ex *transfertest.Export, ext string) bool {
 		}
 	}
 	return false
+}
+
+// TestImportSlackFilesCommand: the real binary downloads the export's files
+// with the token from the environment (PARLEY_SLACK_TOKEN), only from the
+// allowed host, into the data directory, and a second run downloads
+// nothing again.
+func TestImportSlackFilesCommand(t *testing.T) {
+	const token = "xoxb-cli-test"
+	var mu sync.Mutex
+	hits := map[string]int{}
+	png := []byte("\x89PNG\r\n\x1a\n not really an image, stored all the same")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "invalid_auth", http.StatusUnauthorized)
+			return
+		}
+		w.Write(png)
+	}))
+	defer srv.Close()
+	data := t.TempDir()
+	ex := transfertest.Generate(transfertest.Config{Seed: 5, Messages: 600, FileURLBase: srv.URL})
+	zipPath := filepath.Join(t.TempDir(), "slack.zip")
+	if err := os.WriteFile(zipPath, ex.Zip, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openData(t, data)
+	if _, err := s.CreateUser(context.Background(), parley.NewUser{Email: "owner@example.com", Handle: "owner", Name: "Owner", PasswordHash: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	withURL := -1 // FONLY has no URL
+	for _, ms := range ex.Messages {
+		for _, m := range ms {
+			withURL += m.Files
+		}
+	}
+	run := func() transfer.Summary {
+		t.Helper()
+		cmd := exec.Command(binPath, "import", "slack", zipPath, "--workspace", "acme", "--owner", "owner@example.com",
+			"--data", data, "--slack-file-hosts", strings.TrimPrefix(srv.URL, "http://"), "--json", "--progress", "off")
+		cmd.Env = cleanEnv("PARLEY_SLACK_TOKEN=" + token)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("import: %v\n%s\n%s", err, out, stderr.String())
+		}
+		var sum transfer.Summary
+		if err := json.Unmarshal(out, &sum); err != nil {
+			t.Fatalf("--json: %v\n%s", err, out)
+		}
+		return sum
+	}
+	first := run()
+	fi := first.FileImport
+	if fi == nil || fi.Attached != withURL || fi.Downloaded != withURL || fi.Failed[transfer.FailNoURL] != 1 || fi.Bytes != int64(withURL*len(png)) {
+		t.Fatalf("first run: %+v", fi)
+	}
+	mu.Lock()
+	n := len(hits)
+	mu.Unlock()
+	if n != withURL {
+		t.Fatalf("%d paths fetched, want %d", n, withURL)
+	}
+	stored := 0
+	filepath.WalkDir(filepath.Join(data, "files"), func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			stored++
+		}
+		return nil
+	})
+	if stored != withURL {
+		t.Fatalf("%d files stored under <data>/files, want %d", stored, withURL)
+	}
+	second := run()
+	if fi := second.FileImport; fi == nil || fi.Attached != 0 || fi.Failed[transfer.FailNoURL] != 1 {
+		t.Fatalf("second run: %+v", fi)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for p, k := range hits {
+		if k != 1 {
+			t.Fatalf("%s fetched %d times", p, k)
+		}
+	}
 }

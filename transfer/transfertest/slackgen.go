@@ -24,6 +24,9 @@ type Config struct {
 	// a missing user, a malformed day file, a bad emoji (default true
 	// unless NoEdge).
 	NoEdge bool
+	// FileURLBase is where the files' url_private point (default
+	// https://files.slack.example): a test serves them there.
+	FileURLBase string
 }
 
 // Export is a generated export and what an import must make of it.
@@ -34,15 +37,25 @@ type Export struct {
 	// Messages are the messages that must be imported, by channel ext id,
 	// in ts order (roots and replies mixed, as in the export).
 	Messages map[string][]Message
-	// Skipped counts the entries left out: "join and leave notices",
-	// "channel notices …", and the private channels and DMs.
+	// Joins counts the join and leave notices (imported as member.joined
+	// and member.left events; Memberships lists them by channel ext id,
+	// in ts order); the other counts are of entries left out: "channel
+	// notices …", and the private channels and DMs.
 	Joins, Notices, Private, DMs, MPIMs int
+	Memberships                         map[string][]Membership
 	BadEmoji                            int
 	Malformed                           []string // files that must be reported
 	BadEntries                          int      // entries of valid files that are not messages
 	Ghost                               string   // a user id messages name that users.json lacks ("" without edge cases)
 	Bot                                 string   // the ext id bot messages are mapped to ("bot:B0001")
 	Start                               time.Time
+}
+
+// Membership is a join or leave notice: Type is parley.EventMemberJoined
+// or EventMemberLeft.
+type Membership struct {
+	User, Type string
+	At         time.Time
 }
 
 // User is an account of the export.
@@ -100,7 +113,11 @@ func Generate(cfg Config) *Export {
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
 	start := time.Date(2024, 3, 1, 8, 0, 0, 0, time.UTC)
-	ex := &Export{Messages: map[string][]Message{}, Bot: "bot:B0001", Start: start}
+	fileBase := cfg.FileURLBase
+	if fileBase == "" {
+		fileBase = "https://files.slack.example"
+	}
+	ex := &Export{Messages: map[string][]Message{}, Memberships: map[string][]Membership{}, Bot: "bot:B0001", Start: start}
 
 	// Users: Ada matches an account the tests create; the others are new.
 	ex.Users = append(ex.Users, User{ID: "U0ADA", Name: "ada", RealName: "Ada Lovelace", Email: "ada@example.com", Admin: true})
@@ -166,10 +183,17 @@ func Generate(cfg Config) *Export {
 		m := &Message{ExtID: c.ID + "/" + ts, TS: ts, User: user, At: at}
 		keep := true
 		switch r := rng.IntN(100); {
-		case r < 5:
+		case r < 4:
 			raw["subtype"] = "channel_join"
 			raw["text"] = "<@" + user + "> has joined the channel"
 			ex.Joins++
+			ex.Memberships[c.ID] = append(ex.Memberships[c.ID], Membership{User: user, Type: "member.joined", At: at})
+			keep = false
+		case r < 5:
+			raw["subtype"] = "channel_leave"
+			raw["text"] = "<@" + user + "> has left the channel"
+			ex.Joins++
+			ex.Memberships[c.ID] = append(ex.Memberships[c.ID], Membership{User: user, Type: "member.left", At: at})
 			keep = false
 		case r < 6:
 			raw["subtype"] = "channel_topic"
@@ -271,7 +295,7 @@ func Generate(cfg Config) *Export {
 			for k := range n {
 				fs = append(fs, jsonMap{"id": fmt.Sprintf("F%d_%d", i, k), "name": fmt.Sprintf("shot-%d-%d.png", i, k),
 					"title": "Screenshot", "mimetype": "image/png", "size": 1000 + i,
-					"url_private": fmt.Sprintf("https://files.slack.example/F%d_%d/shot.png", i, k)})
+					"url_private": fmt.Sprintf("%s/F%d_%d/shot.png", fileBase, i, k)})
 			}
 			raw["files"] = fs
 			m.Files = n
