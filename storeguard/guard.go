@@ -457,3 +457,11 @@ func (b *bulkhead) release() {
 
 // String describes the guard for logs.
 func (g *Guard) String() string { return fmt.Sprintf("storeguard(%s)", g.db) }
+
+// Run runs fn under p's bulkhead and the breaker, as the guard runs the
+// store's own methods: for calls a wrapper of the store makes outside
+// parley.Store (store routing's lookups of which workspace an id is in).
+func (g *Guard) Run(ctx context.Context, p Purpose, fn func(context.Context) error) error {
+	_, err := call(g, ctx, p, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
+	return err
+}
