@@ -84,17 +84,18 @@ type Config struct {
 
 // Router is a parley.Store over every shard of the catalogue.
 type Router struct {
-	cfg     Config
-	log     *slog.Logger
-	m       *metrics
-	def     *pool
-	ids     *otter.Cache[string, string] // channel/message id -> workspace id (immutable)
-	placed  sync.Map                     // workspace id -> shard id, placed by this node (directory lag)
-	copies  sync.Map                     // shard id + "/" + user id -> struct{}: the copy exists
-	mu      sync.Mutex
-	pools   map[string]*pool // shard id -> pool; guarded by mu
-	opening map[string]*opening
-	list    shardList
+	cfg      Config
+	log      *slog.Logger
+	m        *metrics
+	def      *pool
+	ids      *otter.Cache[string, string] // channel/message id -> workspace id (immutable)
+	placed   sync.Map                     // workspace id -> shard id, placed by this node (directory lag)
+	copies   sync.Map                     // shard id + "/" + user id -> struct{}: the copy exists
+	mu       sync.Mutex
+	pools    map[string]*pool // shard id -> pool; guarded by mu
+	opening  map[string]*opening
+	list     shardList
+	presence parley.PresenceSnapshot // given to every shard's store; guarded by mu
 }
 
 var _ parley.Store = (*Router)(nil)
@@ -273,6 +274,9 @@ func (r *Router) open(shardID, dsn string, o *opening) {
 	r.log.Info("shard opened", "shard", shardID, "took", time.Since(start))
 	o.p = &pool{id: shardID, s: s, g: r.guard(shardID, s), own: true}
 	r.mu.Lock()
+	if r.presence != nil {
+		s.SetPresence(r.presence)
+	}
 	r.pools[shardID] = o.p
 	delete(r.opening, shardID)
 	r.mu.Unlock()
@@ -319,6 +323,17 @@ func (r *Router) allPools(ctx context.Context) (ps []*pool, failed []string) {
 		}
 	}
 	return ps, failed
+}
+
+// SetPresence gives every shard's store, and those opened later, the
+// presence tracker (@here reaches the members it says are active).
+func (r *Router) SetPresence(p parley.PresenceSnapshot) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.presence = p
+	for _, pl := range r.pools {
+		pl.s.SetPresence(p)
+	}
 }
 
 // Close closes the shards the router opened (not the default store,
