@@ -388,7 +388,7 @@ var idShape = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // zero record, active, for a workspace the directory does not know).
 func (r *Router) route(ctx context.Context, ws string) (*pool, tenantdir.Record, error) {
 	if !idShape.MatchString(ws) {
-		return r.def, tenantdir.Record{}, nil // the default shard says it is not found
+		return nil, tenantdir.Record{}, parley.Errorf(parley.ENOTFOUND, "workspace not found")
 	}
 	rec, err := r.cfg.Directory.Lookup(ctx, ws)
 	if parley.ErrorCode(err) == parley.ENOTFOUND {

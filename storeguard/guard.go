@@ -345,6 +345,12 @@ func Lost(err error) bool {
 	if err == nil || parley.ErrorCode(err) != parley.EINTERNAL || excluded(err) {
 		return false
 	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		// No connection could be made (refused, the database not
+		// accepting connections, too many clients): unavailable.
+		return true
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		// The server ended the connection (an administrator's
