@@ -183,11 +183,17 @@ type cluster struct {
 // publish to pub.
 func newCluster(tb testing.TB, pub parley.EventPublisher) *cluster {
 	tb.Helper()
+	return newClusterN(tb, pub, 3)
+}
+
+// newClusterN is newCluster with n shards.
+func newClusterN(tb testing.TB, pub parley.EventPublisher, n int) *cluster {
+	tb.Helper()
 	c := &cluster{region: "r" + randHex(), reg: prometheus.NewRegistry()}
 	d := testDirectory(tb, c.region)
 	c.dir = d
 	ctx := context.Background()
-	for i := range 3 {
+	for i := range n {
 		id := fmt.Sprintf("%s-%c", c.region, 'a'+i)
 		dsn := shardDB(tb)
 		if _, err := d.cat.AddShard(ctx, tenantdir.Shard{ID: id, Region: c.region, DSN: dsn, Capacity: 1000}); err != nil {
