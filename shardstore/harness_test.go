@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,45 +42,143 @@ var (
 // testDirectory starts a directory for tb, stopped when tb ends.
 func testDirectory(tb testing.TB, region string) *directory {
 	tb.Helper()
-	tmp := tb.TempDir()
+	d, stop, err := startDirectory(tb.TempDir(), region)
+	tb.Cleanup(stop)
+	if err != nil {
+		tb.Fatalf("test directory: %v", err)
+	}
+	return d
+}
+
+// startDirectory starts a directory in tmp; stop stops what started.
+func startDirectory(tmp, region string) (d *directory, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
 	b, err := natsbus.Start(natsbus.Config{JetStreamDir: filepath.Join(tmp, "js"), Name: "shardstore-test"})
 	if err != nil {
-		tb.Fatalf("start bus: %v", err)
+		return nil, stop, fmt.Errorf("start bus: %w", err)
 	}
-	tb.Cleanup(func() { b.Close() })
+	stops = append(stops, func() { b.Close() })
 	nc := tenantdir.NATS{Conn: b.Conn(), Prefix: b.SubjectPrefix()}
 	ctx := context.Background()
-	d := &directory{}
+	d = &directory{}
 	if d.cat, err = tenantdir.OpenCatalogue(ctx, tenantdir.CatalogueConfig{Path: filepath.Join(tmp, "control.db")}); err != nil {
-		tb.Fatalf("open catalogue: %v", err)
+		return nil, stop, fmt.Errorf("open catalogue: %w", err)
 	}
-	tb.Cleanup(func() { d.cat.Close() })
+	stops = append(stops, func() { d.cat.Close() })
 	reg := prometheus.NewRegistry()
 	relay, err := tenantdir.NewRelay(ctx, tenantdir.RelayConfig{Catalogue: d.cat, NATS: nc, Registerer: reg})
 	if err != nil {
-		tb.Fatalf("relay: %v", err)
+		return nil, stop, fmt.Errorf("relay: %w", err)
 	}
 	d.cat.SetOnChange(relay.Kick)
-	rctx, stop := context.WithCancel(ctx)
+	rctx, cancel := context.WithCancel(ctx)
 	relayed := make(chan struct{})
 	go func() { defer close(relayed); relay.Run(rctx) }()
-	tb.Cleanup(func() { stop(); <-relayed })
+	stops = append(stops, func() { cancel(); <-relayed })
 	p, err := tenantdir.StartProjection(ctx, tenantdir.ProjectionConfig{NATS: nc, Audience: tenantdir.AudienceAPI})
 	if err != nil {
-		tb.Fatalf("projection: %v", err)
+		return nil, stop, fmt.Errorf("projection: %w", err)
 	}
-	tb.Cleanup(p.Stop)
+	stops = append(stops, p.Stop)
 	rep, err := tenantdir.StartReplica(tenantdir.ReplicaConfig{NATS: nc, Projection: p, Region: region})
 	if err != nil {
-		tb.Fatalf("replica: %v", err)
+		return nil, stop, fmt.Errorf("replica: %w", err)
 	}
-	tb.Cleanup(func() { rep.Stop() })
+	stops = append(stops, func() { rep.Stop() })
 	if d.client, err = tenantdir.NewClient(tenantdir.ClientConfig{NATS: nc, Audience: tenantdir.AudienceAPI,
 		Regions: []string{region}, Registerer: reg}); err != nil {
-		tb.Fatalf("client: %v", err)
+		return nil, stop, fmt.Errorf("client: %w", err)
 	}
-	tb.Cleanup(func() { d.client.Close() })
-	return d
+	stops = append(stops, func() { d.client.Close() })
+	return d, stop, nil
+}
+
+// shared is the three-shard fixture most tests use: one directory and
+// three databases for the whole package, emptied (every table truncated)
+// before each test. A test's workspaces are new ids placed by the
+// catalogue, whose loads stay within one of each other, so two
+// consecutive placements are on two shards.
+var shared struct {
+	once   sync.Once
+	err    error
+	dir    *directory
+	stop   func()
+	region string
+	shards []string
+	dsns   []string
+}
+
+func sharedShards(tb testing.TB) {
+	tb.Helper()
+	shared.once.Do(func() {
+		tmp, err := os.MkdirTemp("", "shardstore-test-")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.region = "test"
+		shared.dir, shared.stop, shared.err = startDirectory(tmp, shared.region)
+		prev := shared.stop
+		shared.stop = func() { prev(); os.RemoveAll(tmp) }
+		if shared.err != nil {
+			return
+		}
+		for i := range 3 {
+			name := "parley_test_" + randHex()
+			dsn := createDB(tb, name, migratedTemplate(tb))
+			dropAtExit = append(dropAtExit, name)
+			id := fmt.Sprintf("s%c", 'a'+i)
+			if _, err := shared.dir.cat.AddShard(context.Background(), tenantdir.Shard{ID: id, Region: shared.region, DSN: dsn, Capacity: 1_000_000}); err != nil {
+				shared.err = err
+				return
+			}
+			shared.shards, shared.dsns = append(shared.shards, id), append(shared.dsns, dsn)
+		}
+	})
+	if shared.err != nil {
+		tb.Fatalf("shared shards: %v", shared.err)
+	}
+	for _, dsn := range shared.dsns {
+		truncateAll(tb, dsn)
+	}
+}
+
+// dropAtExit are databases TestMain drops after the last test.
+var dropAtExit []string
+
+// truncateAll empties every table of the store's schema but goose's.
+func truncateAll(tb testing.TB, dsn string) {
+	tb.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rows, err := db.QueryContext(ctx, `SELECT quote_ident(tablename) FROM pg_tables
+		WHERE schemaname = 'public' AND tablename NOT LIKE 'goose%'`)
+	if err != nil {
+		tb.Fatalf("list tables: %v", err)
+	}
+	var tables []string
+	for rows.Next() {
+		var t string
+		rows.Scan(&t)
+		tables = append(tables, t)
+	}
+	rows.Close()
+	if len(tables) == 0 {
+		return
+	}
+	if _, err := db.ExecContext(ctx, "TRUNCATE "+strings.Join(tables, ", ")+" RESTART IDENTITY CASCADE"); err != nil {
+		tb.Fatalf("truncate: %v", err)
+	}
 }
 
 // shardDB returns a fresh database for a shard, copied from a migrated
@@ -86,24 +186,66 @@ func testDirectory(tb testing.TB, region string) *directory {
 // suite's time); it is dropped when tb ends.
 func shardDB(tb testing.TB) string {
 	tb.Helper()
+	name := "parley_test_" + randHex()
+	u := createDB(tb, name, migratedTemplate(tb))
+	tb.Cleanup(func() { dropLater(name) })
+	return u
+}
+
+// Dropping a database takes about a second on a loaded machine, three
+// per test: a goroutine drops them while the next tests run, and TestMain
+// waits for the last.
+var (
+	drops    = make(chan string, 1024)
+	dropping sync.WaitGroup
+)
+
+func dropLater(name string) {
+	dropping.Add(1)
+	drops <- name
+}
+
+func TestMain(m *testing.M) {
+	go func() {
+		for name := range drops {
+			if err := dropDatabase(name); err != nil {
+				fmt.Fprintf(os.Stderr, "drop test database %s: %v\n", name, err)
+			}
+			dropping.Done()
+		}
+	}()
+	code := m.Run()
+	if shared.stop != nil {
+		shared.stop()
+	}
+	for _, name := range dropAtExit {
+		dropLater(name)
+	}
+	dropping.Wait()
+	if tmpl != "" {
+		if err := dropDatabase(tmpl); err != nil {
+			fmt.Fprintf(os.Stderr, "drop template database %s: %v\n", tmpl, err)
+		}
+	}
+	os.Exit(code)
+}
+
+// migratedTemplate returns the name of a migrated database to copy.
+func migratedTemplate(tb testing.TB) string {
+	tb.Helper()
 	tmplMu.Lock()
+	defer tmplMu.Unlock()
 	if tmpl == "" {
 		name := "parley_shardtmpl_" + randHex()
 		u := createDB(tb, name, "")
 		s, err := sqlstore.Open(context.Background(), sqlstore.Config{PostgresURL: u})
 		if err != nil {
-			tmplMu.Unlock()
 			tb.Fatalf("migrate template: %v", err)
 		}
 		s.Close()
 		tmpl = name
 	}
-	t := tmpl
-	tmplMu.Unlock()
-	name := "parley_test_" + randHex()
-	u := createDB(tb, name, t)
-	tb.Cleanup(func() { dropDB(tb, name) })
-	return u
+	return tmpl
 }
 
 func randHex() string {
@@ -155,18 +297,16 @@ func createDB(tb testing.TB, name, template string) string {
 	return u.String()
 }
 
-func dropDB(tb testing.TB, name string) {
+func dropDatabase(name string) error {
 	db, err := sql.Open("pgx", testpg.ServerURL())
 	if err != nil {
-		tb.Errorf("drop %s: %v", name, err)
-		return
+		return err
 	}
 	defer db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-		tb.Errorf("drop test database %s: %v", name, err)
-	}
+	_, err = db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	return err
 }
 
 // cluster is one test's router over its three shards.
@@ -179,14 +319,18 @@ type cluster struct {
 	dir    *directory
 }
 
-// newCluster opens three shards and a router over them whose stores
-// publish to pub.
+// newCluster opens a router over the three shared shards, emptied, whose
+// stores publish to pub.
 func newCluster(tb testing.TB, pub parley.EventPublisher) *cluster {
 	tb.Helper()
-	return newClusterN(tb, pub, 3)
+	sharedShards(tb)
+	c := &cluster{region: shared.region, reg: prometheus.NewRegistry(), dir: shared.dir,
+		shards: shared.shards, dsns: shared.dsns}
+	return c.open(tb, pub)
 }
 
-// newClusterN is newCluster with n shards.
+// newClusterN opens n fresh shards with a directory of their own and a
+// router over them.
 func newClusterN(tb testing.TB, pub parley.EventPublisher, n int) *cluster {
 	tb.Helper()
 	c := &cluster{region: "r" + randHex(), reg: prometheus.NewRegistry()}
@@ -201,6 +345,14 @@ func newClusterN(tb testing.TB, pub parley.EventPublisher, n int) *cluster {
 		}
 		c.shards, c.dsns = append(c.shards, id), append(c.dsns, dsn)
 	}
+	return c.open(tb, pub)
+}
+
+// open opens the router over c's shards.
+func (c *cluster) open(tb testing.TB, pub parley.EventPublisher) *cluster {
+	tb.Helper()
+	ctx := context.Background()
+	d := c.dir
 	live := parley.StaticConfig(parley.DefaultLiveConfig())
 	base := sqlstore.Config{Publisher: pub, LiveConfig: live}
 	def, err := shardstore.OpenShard(ctx, base, c.dsns[0])

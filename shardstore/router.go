@@ -387,6 +387,9 @@ var idShape = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // route returns the pool of a workspace's shard, with its record (the
 // zero record, active, for a workspace the directory does not know).
 func (r *Router) route(ctx context.Context, ws string) (*pool, tenantdir.Record, error) {
+	if ws == "" {
+		return r.def, tenantdir.Record{}, nil // the store says what is missing
+	}
 	if !idShape.MatchString(ws) {
 		return nil, tenantdir.Record{}, parley.Errorf(parley.ENOTFOUND, "workspace not found")
 	}
@@ -429,6 +432,8 @@ func (r *Router) routeWrite(ctx context.Context, ws string) (*pool, error) {
 const (
 	kindChannel = "channel"
 	kindMessage = "message"
+	kindFile    = "file"
+	kindUpload  = "upload"
 )
 
 // workspaceOf returns the workspace of a channel or message id: from the
@@ -445,10 +450,15 @@ func (r *Router) workspaceOf(ctx context.Context, kind, id string) (string, erro
 		ws, err := r.scatterFind(ctx, kind, func(ctx context.Context, p *pool) (string, error) {
 			var ws string
 			err := p.g.Run(ctx, storeguard.Read, func(ctx context.Context) (err error) {
-				if kind == kindChannel {
+				switch kind {
+				case kindChannel:
 					ws, err = p.s.ChannelWorkspace(ctx, id)
-				} else {
+				case kindMessage:
 					ws, err = p.s.MessageWorkspace(ctx, id)
+				case kindFile:
+					ws, err = p.s.FileWorkspace(ctx, id)
+				default:
+					ws, err = p.s.UploadWorkspace(ctx, id)
 				}
 				return err
 			})

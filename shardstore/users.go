@@ -208,6 +208,9 @@ func (r *Router) setDeactivated(ctx context.Context, actor, workspaceID, userID 
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkAccountAdmin(ctx, p, actor, userID); err != nil {
+		return nil, err
+	}
 	var u *parley.User
 	if deactivated {
 		u, err = p.g.DeactivateUser(ctx, actor, workspaceID, userID)
@@ -219,6 +222,50 @@ func (r *Router) setDeactivated(ctx context.Context, actor, workspaceID, userID 
 	}
 	r.syncDeactivated(ctx, p, userID, deactivated)
 	return u, nil
+}
+
+// checkAccountAdmin does, for the user's workspaces on the shards other
+// than p's, what the shard's own check does for its workspaces: an account
+// is the server's, so actor must outrank the user in every workspace the
+// user is in.
+func (r *Router) checkAccountAdmin(ctx context.Context, p *pool, actor, userID string) error {
+	theirs, err := r.ListWorkspaces(ctx, userID)
+	if err != nil {
+		return err
+	}
+	mine, err := r.ListWorkspaces(ctx, actor)
+	if err != nil {
+		return err
+	}
+	roles := map[string]parley.Role{}
+	for _, w := range mine {
+		roles[w.ID] = w.Role
+	}
+	for _, w := range theirs {
+		if q, _, err := r.route(ctx, w.ID); err != nil || q == p {
+			continue // p's shard checks its own
+		}
+		if w.Role == parley.RoleOwner {
+			return parley.Errorf(parley.EFORBIDDEN, "a workspace owner cannot be deactivated; transfer the ownership first")
+		}
+		if !outranks(roles[w.ID], w.Role) {
+			return parley.Errorf(parley.EFORBIDDEN,
+				"the account is also in a workspace you do not administer; ask the server operator")
+		}
+	}
+	return nil
+}
+
+// outranks is the store's rule (sqlstore/lifecycle.go): owners outrank
+// admins, admins everyone else.
+func outranks(mine, theirs parley.Role) bool {
+	switch theirs {
+	case parley.RoleOwner:
+		return false
+	case parley.RoleAdmin:
+		return mine == parley.RoleOwner
+	}
+	return mine.IsAdmin()
 }
 
 // syncDeactivated makes a deactivation, done on done's shard, on every

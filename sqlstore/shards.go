@@ -29,6 +29,30 @@ func (s *Store) MessageWorkspace(ctx context.Context, messageID string) (string,
 	return ws, nil
 }
 
+// FileWorkspace returns the workspace of a file, or ENOTFOUND.
+func (s *Store) FileWorkspace(ctx context.Context, fileID string) (string, error) {
+	return s.workspaceOfRow(ctx, "files", "file", fileID)
+}
+
+// UploadWorkspace returns the workspace of a resumable upload, or
+// ENOTFOUND.
+func (s *Store) UploadWorkspace(ctx context.Context, uploadID string) (string, error) {
+	return s.workspaceOfRow(ctx, "file_uploads", "upload", uploadID)
+}
+
+// workspaceOfRow reads workspace_id of the row of table with that id.
+func (s *Store) workspaceOfRow(ctx context.Context, table, what, id string) (string, error) {
+	var ws string
+	err := s.rdb.QueryRowContext(ctx, `SELECT workspace_id FROM `+table+` WHERE id = $1`, id).Scan(&ws)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", parley.Errorf(parley.ENOTFOUND, "%s not found", what)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s workspace: %w", what, err)
+	}
+	return ws, nil
+}
+
 // InviteWorkspace returns the workspace an invite code is for, used up or
 // expired ones included (AcceptInvite says which), or ENOTFOUND.
 func (s *Store) InviteWorkspace(ctx context.Context, code string) (string, error) {

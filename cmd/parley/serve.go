@@ -301,7 +301,11 @@ func (n *node) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("open file storage: %w", err)
 	}
 	log.Info("file storage", "at", where)
-	n.files = files.New(files.Config{Storage: storage, Store: n.store, Live: n.config, URLTTL: o.FileURLTTL,
+	var fileStore parley.FileService = n.store
+	if n.router != nil {
+		fileStore = n.router // file metadata on each workspace's shard
+	}
+	n.files = files.New(files.Config{Storage: storage, Store: fileStore, Live: n.config, URLTTL: o.FileURLTTL,
 		Logger: log, Registerer: n.reg})
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	n.stopSweep = stopSweep
