@@ -440,3 +440,58 @@ func counterValue(t *testing.T, reg interface {
 	}
 	return total
 }
+
+// TestMovingWritesToSource: while a workspace is moving its writes go to
+// the source shard (the target gets nothing from the router), reads too;
+// once the move completes the router follows the directory to the target.
+func TestMovingWritesToSource(t *testing.T) {
+	c, owner, w1, _ := twoShards(t)
+	ch := storetest.MustChannel(t, c.r, w1, owner, "moving", parley.KindPublic)
+	src := c.shardOf(t, w1.ID)
+	dst := c.shards[(indexOf(c.shards, src)+1)%len(c.shards)]
+	rec, err := c.dir.cat.BeginMove(bg(), w1.ID, dst)
+	storetest.NoErr(t, err)
+	waitFor(t, 10*time.Second, "the client to hear moving", func() bool {
+		got, err := c.dir.client.Lookup(bg(), w1.ID)
+		return err == nil && got.Version >= rec.Version && got.Status == tenantdir.StatusMoving
+	})
+	storetest.MustPost(t, c.r, owner, ch, "during the copy")
+	if n := messagesIn(t, c.dsns[indexOf(c.shards, src)], ch.ID); n != 1 {
+		t.Fatalf("source shard has %d messages of the channel, want 1", n)
+	}
+	if n := messagesIn(t, c.dsns[indexOf(c.shards, dst)], ch.ID); n != 0 {
+		t.Fatalf("target shard has %d messages of the channel, want 0", n)
+	}
+	page, err := c.r.ListMessages(bg(), owner.ID, ch.ID, parley.HistoryQuery{Limit: 10})
+	storetest.NoErr(t, err)
+	if len(page.Messages) != 1 {
+		t.Fatalf("history while moving = %+v", page)
+	}
+	// Completed (with no mover to copy the rows, the target has none of
+	// the workspace): the router now asks the target, which has not got it.
+	rec, err = c.dir.cat.Freeze(bg(), w1.ID)
+	storetest.NoErr(t, err)
+	rec, err = c.dir.cat.CompleteMove(bg(), w1.ID)
+	storetest.NoErr(t, err)
+	waitFor(t, 10*time.Second, "the client to hear the switch", func() bool {
+		got, err := c.dir.client.Lookup(bg(), w1.ID)
+		return err == nil && got.Version >= rec.Version && got.ShardID == dst
+	})
+	_, err = c.r.ListMessages(bg(), owner.ID, ch.ID, parley.HistoryQuery{Limit: 10})
+	storetest.Code(t, err, parley.ENOTFOUND)
+}
+
+// messagesIn counts a channel's messages in one shard's database.
+func messagesIn(t *testing.T, dsn, channelID string) int {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(bg(), `SELECT COUNT(*) FROM messages WHERE channel_id = $1`, channelID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
