@@ -495,3 +495,43 @@ func messagesIn(t *testing.T, dsn, channelID string) int {
 	}
 	return n
 }
+
+// exportSink keeps what an export streams.
+type exportSink struct {
+	ws       *parley.Workspace
+	channels []string
+	messages []string
+}
+
+func (s *exportSink) Workspace(ws *parley.Workspace) error { s.ws = ws; return nil }
+func (s *exportSink) Users([]parley.ExportUser) error      { return nil }
+func (s *exportSink) Channel(ch *parley.ExportChannel) error {
+	s.channels = append(s.channels, ch.Name)
+	return nil
+}
+func (s *exportSink) Message(m *parley.ExportMessage) error {
+	s.messages = append(s.messages, m.Text)
+	return nil
+}
+
+// TestExportFromItsShard: a workspace off the default shard is exported
+// from its own shard; a stranger may not export it.
+func TestExportFromItsShard(t *testing.T) {
+	c, owner, w1, w2 := twoShards(t)
+	w := w1
+	if c.shardOf(t, w1.ID) == c.shards[0] {
+		w = w2
+	}
+	ch := storetest.MustChannel(t, c.r, w, owner, "exported", parley.KindPublic)
+	storetest.MustPost(t, c.r, owner, ch, "carried out")
+	sink := &exportSink{}
+	storetest.NoErr(t, c.r.ExportWorkspace(bg(), owner.ID, w.ID, parley.ExportOptions{}, sink))
+	if sink.ws == nil || sink.ws.ID != w.ID || len(sink.messages) != 1 || sink.messages[0] != "carried out" {
+		t.Fatalf("export = %+v", sink)
+	}
+	stranger := storetest.MustUser(t, c.r, "stranger")
+	err := c.r.ExportWorkspace(bg(), stranger.ID, w.ID, parley.ExportOptions{}, &exportSink{})
+	if code := parley.ErrorCode(err); code != parley.ENOTFOUND && code != parley.EFORBIDDEN {
+		t.Fatalf("a stranger's export: %v", err)
+	}
+}
