@@ -535,3 +535,31 @@ func TestExportFromItsShard(t *testing.T) {
 		t.Fatalf("a stranger's export: %v", err)
 	}
 }
+
+// TestStaleCopyRepaired: a profile change that could not reach a shard
+// (its database down) reaches it once it is back, from the control
+// database's row; the call itself succeeded.
+func TestStaleCopyRepaired(t *testing.T) {
+	c, owner, w1, w2 := twoShards(t)
+	other := w2
+	if c.shardOf(t, w2.ID) == c.shards[0] {
+		other = w1
+	}
+	dsn := c.dsns[indexOf(c.shards, c.shardOf(t, other.ID))]
+	setConnections(t, dsn, false)
+	t.Cleanup(func() { setConnections(t, dsn, true) })
+	name := "Renamed While Down"
+	u, err := c.r.UpdateMe(bg(), owner.ID, parley.UserPatch{Name: &name})
+	storetest.NoErr(t, err)
+	if u.Name != name {
+		t.Fatalf("update = %+v", u)
+	}
+	if counterValue(t, c.reg, "parley_shardstore_user_sync_failures_total") == 0 {
+		t.Fatal("the failed change was not counted")
+	}
+	setConnections(t, dsn, true)
+	waitFor(t, 60*time.Second, "the copy on the shard that was down to be repaired", func() bool {
+		got, err := c.r.WorkspaceUsers(bg(), other.ID, []string{owner.ID})
+		return err == nil && len(got) == 1 && got[0].Name == name
+	})
+}
