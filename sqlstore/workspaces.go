@@ -64,6 +64,13 @@ func activeUser(ctx context.Context, tx *Tx, actor string) (*parley.User, error)
 // CreateWorkspace creates an org and its workspace, makes actor the owner,
 // and opens #general with actor in it.
 func (s *Store) CreateWorkspace(ctx context.Context, actor, name, slug string) (*parley.Workspace, error) {
+	return s.CreateWorkspaceWithID(ctx, parley.NewID(parley.PrefixWorkspace), actor, name, slug)
+}
+
+// CreateWorkspaceWithID is CreateWorkspace with the workspace's id chosen
+// by the caller: store routing (package shardstore) places the id in the
+// tenant directory before it creates the workspace on the shard chosen.
+func (s *Store) CreateWorkspaceWithID(ctx context.Context, id, actor, name, slug string) (*parley.Workspace, error) {
 	if err := parley.ValidateName("name", name); err != nil {
 		return nil, err
 	}
@@ -86,7 +93,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, actor, name, slug string) (
 		}
 		now := tx.now
 		w := &parley.Workspace{
-			ID:        parley.NewID(parley.PrefixWorkspace),
+			ID:        id,
 			OrgID:     parley.NewID(parley.PrefixOrg),
 			Name:      name,
 			Slug:      slug,

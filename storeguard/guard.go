@@ -345,6 +345,12 @@ func Lost(err error) bool {
 	if err == nil || parley.ErrorCode(err) != parley.EINTERNAL || excluded(err) {
 		return false
 	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		// No connection could be made (refused, the database not
+		// accepting connections, too many clients): unavailable.
+		return true
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		// The server ended the connection (an administrator's
@@ -457,3 +463,11 @@ func (b *bulkhead) release() {
 
 // String describes the guard for logs.
 func (g *Guard) String() string { return fmt.Sprintf("storeguard(%s)", g.db) }
+
+// Run runs fn under p's bulkhead and the breaker, as the guard runs the
+// store's own methods: for calls a wrapper of the store makes outside
+// parley.Store (store routing's lookups of which workspace an id is in).
+func (g *Guard) Run(ctx context.Context, p Purpose, fn func(context.Context) error) error {
+	_, err := call(g, ctx, p, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
+	return err
+}

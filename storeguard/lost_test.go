@@ -39,3 +39,21 @@ func TestLostConnection(t *testing.T) {
 		}
 	}
 }
+
+// TestLostConnect: a connection that cannot be made (here: nothing listens
+// on the port) is the database being unavailable too.
+func TestLostConnect(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = pgconn.Connect(context.Background(), "postgres://postgres@"+addr+"/x?connect_timeout=5")
+	if err == nil {
+		t.Fatal("connected to a closed port")
+	}
+	if !Lost(fmt.Errorf("load channel: %w", err)) {
+		t.Fatalf("Lost(%v) = false", err)
+	}
+}

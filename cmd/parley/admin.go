@@ -89,7 +89,7 @@ func writeHealth(w http.ResponseWriter, status int, problem string) {
 // no single workspace admin may switch (members of several workspaces).
 func (n *node) operatorDeactivate(deactivated bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		u, err := n.guarded.OperatorSetDeactivated(r.Context(), r.PathValue("id"), deactivated)
+		u, err := n.chat.OperatorSetDeactivated(r.Context(), r.PathValue("id"), deactivated)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if err != nil {

@@ -32,11 +32,15 @@ type directoryOptions struct {
 	ControlDB               string   // postgres:// URL of the control database; empty: beside the node's database
 	DirectoryRegions        []string // regions whose replicas the client races; empty: this node's
 	DirectoryStreamReplicas int      // servers of a JetStream cluster that keep each directory stream
+	StoreRouting            string   // auto | on | off (routing.go)
+	DefaultShard            string   // the catalogue's id of this node's own database
 }
 
 func (o *directoryOptions) registerDirectory(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Region, "region", "local", "this node's region: its directory replica answers for it, and its default shard is placed in it")
 	fs.StringVar(&o.ControlDB, "control-db", "", "PostgreSQL URL of the tenant directory's control database (default: <data>/control.db on SQLite, or the --db database)")
+	fs.StringVar(&o.StoreRouting, "store-routing", "auto", "route each workspace's store calls to its shard (auto: when the directory's catalogue has more than one shard at start; on; off)")
+	fs.StringVar(&o.DefaultShard, "default-shard", defaultShard, "the catalogue's shard id of this node's own database: the control database of accounts and sessions, and the shard of workspaces not in the directory")
 	fs.StringSliceVar(&o.DirectoryRegions, "directory-regions", nil, "comma-separated regions whose directory replicas this node's client asks in parallel (default: --region)")
 	fs.IntVar(&o.DirectoryStreamReplicas, "directory-stream-replicas", 1, "servers of the (external) JetStream cluster that keep each directory stream: 3 for a cluster spanning regions, 1 for a single server")
 }
@@ -49,6 +53,14 @@ func (o *directoryOptions) validateDirectory() error {
 	}
 	if o.DirectoryStreamReplicas < 1 || o.DirectoryStreamReplicas > 5 {
 		return fmt.Errorf("--directory-stream-replicas %d: want 1 to 5", o.DirectoryStreamReplicas)
+	}
+	switch o.StoreRouting {
+	case "auto", "on", "off":
+	default:
+		return fmt.Errorf("--store-routing %q: use auto, on or off", o.StoreRouting)
+	}
+	if o.DefaultShard == "" || strings.ContainsAny(o.DefaultShard, ". *>\t") {
+		return fmt.Errorf("--default-shard %q: use letters, digits, '-' or '_'", o.DefaultShard)
 	}
 	if o.ControlDB != "" && !strings.HasPrefix(o.ControlDB, "postgres://") && !strings.HasPrefix(o.ControlDB, "postgresql://") {
 		return errors.New("--control-db must be a postgres:// URL")
@@ -122,10 +134,10 @@ func (n *node) startDirectory(ctx context.Context) error {
 		return fmt.Errorf("tenant directory: %w", err)
 	}
 	if len(shards) == 0 {
-		if _, err := d.cat.AddShard(ctx, tenantdir.Shard{ID: defaultShard, Region: o.Region, Capacity: 1_000_000}); err != nil {
+		if _, err := d.cat.AddShard(ctx, tenantdir.Shard{ID: o.DefaultShard, Region: o.Region, Capacity: 1_000_000}); err != nil {
 			return fmt.Errorf("tenant directory: default shard: %w", err)
 		}
-		log.Info("tenant directory: added the default shard (this node's database)", "shard", defaultShard, "region", o.Region)
+		log.Info("tenant directory: added the default shard (this node's database)", "shard", o.DefaultShard, "region", o.Region)
 	}
 	nc := tenantdir.NATS{Conn: n.bus.Conn(), Prefix: n.bus.SubjectPrefix(), Replicas: o.DirectoryStreamReplicas}
 	relay, err := tenantdir.NewRelay(ctx, tenantdir.RelayConfig{Catalogue: d.cat, NATS: nc, Logger: n.log, Registerer: n.reg})

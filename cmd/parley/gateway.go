@@ -26,8 +26,11 @@ func (n *node) openGateway() error {
 	}
 	// @here reaches the members the tracker says are active (sqlstore/here.go).
 	n.store.SetPresence(n.presence)
+	if n.router != nil {
+		n.router.SetPresence(n.presence)
+	}
 	n.gateway, err = gateway.New(gateway.Config{
-		Store:      n.guarded,
+		Store:      n.chat,
 		Bus:        n.bus,
 		Presence:   n.presence,
 		Users:      n.cache,

@@ -36,6 +36,7 @@ import (
 	"parley/purge"
 	"parley/querycache"
 	"parley/recent"
+	"parley/shardstore"
 	"parley/sqlstore"
 	"parley/storeguard"
 	"parley/webui"
@@ -97,6 +98,11 @@ type node struct {
 	// guarded is the store behind its bulkheads and circuit breaker
 	// (storeguard): what the API, the gateway and the query cache call.
 	guarded *storeguard.Guard
+	// chat is what the API, the gateway, the query cache and the purger
+	// call: guarded, or the store router over the directory's shards
+	// (router, routing.go) when store routing is on.
+	chat   parley.Store
+	router *shardstore.Router
 	// config is the live configuration: read by the store's writes,
 	// changed through the admin listener's /config (liveconfig). It exists
 	// before the store (which reads it).
@@ -188,6 +194,15 @@ func serve(ctx context.Context, o serveOptions, stdout io.Writer, log *slog.Logg
 	return runErr
 }
 
+// exporter streams workspace exports: from each workspace's shard when
+// store routing is on.
+func (n *node) exporter() parley.Exporter {
+	if n.router != nil {
+		return n.router
+	}
+	return n.store
+}
+
 // Run opens the node's parts in order (the bus, the store, the live
 // configuration, the demo, the query cache, the listeners, the membership,
 // the affinity ring, presence and the gateway) and starts serving. It
@@ -239,6 +254,10 @@ func (n *node) Run(ctx context.Context) (err error) {
 	}
 	n.guarded = storeguard.New(storeguard.Config{Store: n.store, Live: n.config,
 		Database: string(n.store.Dialect()), Logger: log, Registerer: n.reg})
+	n.chat = n.guarded
+	if err := n.startRouting(ctx, scfg); err != nil {
+		return err // it says "store routing: …"
+	}
 
 	if o.Demo {
 		if n.demo, err = seedDemo(ctx, n.store, log); err != nil {
@@ -246,11 +265,11 @@ func (n *node) Run(ctx context.Context) (err error) {
 		}
 	}
 
-	n.cache = querycache.New(querycache.Config{Store: n.guarded, Bus: n.bus, Logger: log, Registerer: n.reg})
+	n.cache = querycache.New(querycache.Config{Store: n.chat, Bus: n.bus, Logger: log, Registerer: n.reg})
 	if n.hot, err = hot.New(hot.Config{Live: n.config, Bus: n.bus, NodeID: o.NodeID, Logger: log, Registerer: n.reg}); err != nil {
 		return err // it says "hot: …"
 	}
-	if n.recent, err = recent.New(recent.Config{Store: n.guarded, Bus: n.bus, Hot: n.hot, Access: n.cache.CanRead,
+	if n.recent, err = recent.New(recent.Config{Store: n.chat, Bus: n.bus, Hot: n.hot, Access: n.cache.CanRead,
 		Live: n.config, Logger: log, Registerer: n.reg}); err != nil {
 		return err
 	}
@@ -294,7 +313,11 @@ func (n *node) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("open file storage: %w", err)
 	}
 	log.Info("file storage", "at", where)
-	n.files = files.New(files.Config{Storage: storage, Store: n.guarded.Files(n.store), Live: n.config, URLTTL: o.FileURLTTL,
+	var fileStore parley.FileService = n.guarded.Files(n.store)
+	if n.router != nil {
+		fileStore = n.router // file metadata on each workspace's shard, behind its guard
+	}
+	n.files = files.New(files.Config{Storage: storage, Store: fileStore, Live: n.config, URLTTL: o.FileURLTTL,
 		Logger: log, Registerer: n.reg})
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	n.stopSweep = stopSweep
@@ -302,7 +325,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 
 	// Deleted workspaces: their purge resumes here after a restart. The
 	// files service removes their stored files first (purge.Config.Files).
-	n.purger = purge.New(purge.Config{Store: n.guarded, Files: n.files, Logger: log, Registerer: n.reg})
+	n.purger = purge.New(purge.Config{Store: n.chat, Files: n.files, Logger: log, Registerer: n.reg})
 	if err := n.purger.Resume(context.Background()); err != nil {
 		log.Warn("workspace purges not resumed", "err", err)
 	}
@@ -316,7 +339,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 	n.audit = auditlog.New(auditlog.Config{Store: n.guarded.Integrations(n.store), Logger: log, Registerer: n.reg})
 
 	panics := promutil.Panics(n.reg)
-	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.guarded), Exporter: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
+	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.chat), Exporter: n.exporter(), Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config,
 		LiveNodes:        func() int { return len(n.members.Live()) },
 		Integrations:     n.guarded.Integrations(n.store),
@@ -458,7 +481,13 @@ func (n *node) close() error {
 		n.config.Stop() // nothing when it was not started
 	}
 	n.dir.close() // before the bus its relay and replicas use
-	// The store publishes its last commits to the bus as it stops.
+	// The stores publish their last commits to the bus as they stop:
+	// the shards the router opened, then the node's own.
+	if n.router != nil {
+		if err := n.router.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close shards: %w", err))
+		}
+	}
 	if n.store != nil {
 		if err := n.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))

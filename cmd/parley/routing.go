@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"parley/shardstore"
+	"parley/sqlstore"
+)
+
+// Store routing in `parley serve` (docs/directory.md#store-routing-item-4):
+// with more than one shard in the directory's catalogue (or
+// --store-routing=on), the node's chat store is a shardstore.Router over
+// every shard, the node's own database being the default shard (the
+// control database of accounts and sessions). Each shard's store is
+// opened with the node's settings, so its outbox relay, group commit and
+// event publishing run per shard. Files, integrations, email
+// notifications, export and import stay on the node's own database.
+
+// startRouting makes n.chat the router when routing is on.
+func (n *node) startRouting(ctx context.Context, base sqlstore.Config) error {
+	o, log := n.opts, n.log.With("component", "shardstore")
+	if o.StoreRouting == "off" {
+		return nil
+	}
+	if n.dir == nil || n.dir.client == nil {
+		if o.StoreRouting == "on" {
+			return errors.New("store routing: --store-routing=on needs the tenant directory, which is off (see the warning above)")
+		}
+		return nil
+	}
+	shards, err := n.dir.cat.ListShards(ctx)
+	if err != nil {
+		return fmt.Errorf("store routing: %w", err)
+	}
+	if o.StoreRouting == "auto" && len(shards) < 2 {
+		return nil
+	}
+	found := false
+	for _, s := range shards {
+		found = found || s.ID == o.DefaultShard
+	}
+	if !found {
+		return fmt.Errorf("store routing: the default shard %q (--default-shard) is not in the catalogue", o.DefaultShard)
+	}
+	n.router, err = shardstore.New(shardstore.Config{Default: n.store, DefaultShard: o.DefaultShard,
+		Directory: n.dir.client, Catalogue: n.dir.cat, Region: o.Region, Live: n.config, Logger: n.log, Registerer: n.reg,
+		Open: func(ctx context.Context, dsn string) (*sqlstore.Store, error) {
+			return shardstore.OpenShard(ctx, base, dsn)
+		}})
+	if err != nil {
+		return fmt.Errorf("store routing: %w", err)
+	}
+	n.chat = n.router
+	log.Info("store routing on", "shards", len(shards), "default_shard", o.DefaultShard)
+	return nil
+}

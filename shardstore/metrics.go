@@ -1,0 +1,52 @@
+package shardstore
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"parley/internal/promutil"
+)
+
+// The router's own series (docs/metrics.md#store-routing). Each shard's
+// calls are also counted by its guard, under database="<shard id>".
+type metrics struct {
+	routed           *prometheus.CounterVec // shard, via
+	idMisses         *prometheus.CounterVec // kind
+	readOnly         prometheus.Counter
+	partial          *prometheus.CounterVec // op
+	opens            *prometheus.CounterVec // shard, result
+	userCopies       *prometheus.CounterVec // shard
+	userSyncFailures *prometheus.CounterVec // shard
+	userRepairs      *prometheus.CounterVec // shard
+	created          *prometheus.CounterVec // shard
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	return &metrics{
+		routed: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_routed_total", Help: "Workspace resolutions by shard and how: directory (its record) or fallback (not in the directory: the default shard)."},
+			[]string{"shard", "via"})),
+		idMisses: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_id_misses_total", Help: "Channel and message ids not in the id -> workspace cache: every shard was asked."},
+			[]string{"kind"})),
+		readOnly: promutil.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_shardstore_read_only_refusals_total", Help: "Writes refused with 503 because their workspace was read-only."})),
+		partial: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_partial_total", Help: "Calls across workspaces answered without a shard that failed, by operation."},
+			[]string{"op"})),
+		opens: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_shard_opens_total", Help: "Openings of a shard's store, by shard and result (ok, error)."},
+			[]string{"shard", "result"})),
+		userCopies: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_user_copies_total", Help: "User rows copied from the control database to a shard."},
+			[]string{"shard"})),
+		userSyncFailures: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_user_sync_failures_total", Help: "Profile, status or deactivation changes not made on a shard holding the user's copy."},
+			[]string{"shard"})),
+		userRepairs: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_user_repairs_total", Help: "Stale user copies brought up to date from the control database after a failed change."},
+			[]string{"shard"})),
+		created: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_workspaces_created_total", Help: "Workspaces created through the router, by the shard placed on."},
+			[]string{"shard"})),
+	}
+}
