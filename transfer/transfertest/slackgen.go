@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"parley"
 )
 
 // Config shapes a generated export. Zero fields take the defaults.
@@ -187,13 +189,13 @@ func Generate(cfg Config) *Export {
 			raw["subtype"] = "channel_join"
 			raw["text"] = "<@" + user + "> has joined the channel"
 			ex.Joins++
-			ex.Memberships[c.ID] = append(ex.Memberships[c.ID], Membership{User: user, Type: "member.joined", At: at})
+			ex.Memberships[c.ID] = append(ex.Memberships[c.ID], Membership{User: user, Type: parley.EventMemberJoined, At: at})
 			keep = false
 		case r < 5:
 			raw["subtype"] = "channel_leave"
 			raw["text"] = "<@" + user + "> has left the channel"
 			ex.Joins++
-			ex.Memberships[c.ID] = append(ex.Memberships[c.ID], Membership{User: user, Type: "member.left", At: at})
+			ex.Memberships[c.ID] = append(ex.Memberships[c.ID], Membership{User: user, Type: parley.EventMemberLeft, At: at})
 			keep = false
 		case r < 6:
 			raw["subtype"] = "channel_topic"
