@@ -209,6 +209,7 @@ func checkSlackImport(t *testing.T, e *env, wsID string, ex *transfertest.Export
 			if g.Pinned != (w.PinnedBy != "") {
 				t.Fatalf("%s: pinned %v, want %v", where, g.Pinned, w.PinnedBy != "")
 			}
+			checkProfile(t, where, g.BotProfile, w.Profile)
 			if len(g.Reactions) != len(w.Reactions) {
 				t.Fatalf("%s: reactions %+v, want %+v", where, g.Reactions, w.Reactions)
 			}
@@ -242,6 +243,27 @@ func checkSlackImport(t *testing.T, e *env, wsID string, ex *transfertest.Export
 		}
 	}
 	return chIDs
+}
+
+// checkProfile compares a message's bot profile with the export's, field
+// by field.
+func checkProfile(t *testing.T, where string, got *parley.BotProfile, want *transfertest.Profile) {
+	t.Helper()
+	if (got == nil) != (want == nil) {
+		t.Fatalf("%s: bot profile %+v, want %+v", where, got, want)
+	}
+	if got == nil {
+		return
+	}
+	if got.Name != want.Name {
+		t.Fatalf("%s: bot profile name %q, want %q", where, got.Name, want.Name)
+	}
+	if got.IconEmoji != want.IconEmoji {
+		t.Fatalf("%s: bot profile icon_emoji %q, want %q", where, got.IconEmoji, want.IconEmoji)
+	}
+	if got.IconURL != want.IconURL {
+		t.Fatalf("%s: bot profile icon_url %q, want %q", where, got.IconURL, want.IconURL)
+	}
 }
 
 // wantCounts is what a first import of ex must report.
@@ -284,6 +306,7 @@ func checkSummary(t *testing.T, sum *transfer.Summary, ex *transfertest.Export) 
 		"private channels (groups.json)":                                      ex.Private,
 		"direct messages (dms.json)":                                          ex.DMs,
 		"group direct messages (mpims.json)":                                  ex.MPIMs,
+		transfer.SkipSlackProfile:                                             ex.BadProfileParts,
 	}
 	if ex.Ghost != "" {
 		want["messages with NUL characters (removed)"] = 1
@@ -484,6 +507,9 @@ func TestExportRoundTrip(t *testing.T) {
 			if _, err := e.s.AddReaction(ctx, e.owner.ID, root.ID, "tada"); err != nil {
 				t.Fatal(err)
 			}
+			// A webhook's message with a profile, posted live by its bot.
+			hookProfile := parley.BotProfile{Name: "Grafana", IconEmoji: "chart_with_upwards_trend", IconURL: "https://grafana.example/icon.png"}
+			hook := postAsBot(t, e, sum.WorkspaceID, priv.ID, "Disk 91% on db-1", &hookProfile)
 
 			// Only the owner exports.
 			var buf bytes.Buffer
@@ -509,9 +535,26 @@ func TestExportRoundTrip(t *testing.T) {
 			if back.UsersCreated != 0 || back.Messages != man.Messages || len(back.Problems) != 0 {
 				t.Fatalf("round trip import: %+v (manifest %+v)", back, man)
 			}
+			if back.Skipped[transfer.SkipBotProfile] != 0 {
+				t.Fatalf("round trip dropped bot profiles: %v", back.Skipped)
+			}
 			a := storetest.CheckWorkspace(t, e.s, e.owner.ID, sum.WorkspaceID)
 			b := storetest.CheckWorkspace(t, e.s, e.owner.ID, back.WorkspaceID)
 			compareWorkspaces(t, e.s, e.owner.ID, sum.WorkspaceID, back.WorkspaceID, a, b)
+			// The webhook's message, and the Slack bot messages, kept their
+			// profiles in the copy (compareWorkspaces compared them all).
+			profiles, hookCopied := 0, false
+			for _, ms := range b {
+				for _, m := range ms {
+					if m.BotProfile != nil {
+						profiles++
+						hookCopied = hookCopied || (m.Text == hook.Text && *m.BotProfile == hookProfile)
+					}
+				}
+			}
+			if !hookCopied || profiles < 10 {
+				t.Fatalf("the copy has %d messages with a bot profile; the webhook's among them: %v", profiles, hookCopied)
+			}
 		})
 	}
 }
@@ -555,12 +598,39 @@ func compareWorkspaces(t *testing.T, s parley.Store, actor, wsA, wsB string, a, 
 			}
 			same := x.Text == y.Text && x.UserID == y.UserID && x.CreatedAt.Equal(y.CreatedAt) &&
 				equalTime(x.EditedAt, y.EditedAt) && rootA == rootB && x.ReplyCount == y.ReplyCount &&
-				equalTime(x.LastReplyAt, y.LastReplyAt) && x.Pinned == y.Pinned && slices.Equal(x.Reactions, y.Reactions)
+				equalTime(x.LastReplyAt, y.LastReplyAt) && x.Pinned == y.Pinned && slices.Equal(x.Reactions, y.Reactions) &&
+				equalProfile(x.BotProfile, y.BotProfile)
 			if !same {
 				t.Fatalf("#%s message %d:\n %+v\n copy %+v", ca.Name, j, x, y)
 			}
 		}
 	}
+}
+
+func equalProfile(a, b *parley.BotProfile) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// postAsBot creates a bot in the workspace, adds it to the channel and
+// posts text as it with the profile, as a webhook does.
+func postAsBot(t *testing.T, e *env, wsID, channelID, text string, p *parley.BotProfile) *parley.Message {
+	t.Helper()
+	ctx := context.Background()
+	bot, err := e.s.CreateBot(ctx, e.owner.ID, wsID, parley.NewBot{Name: "Hooks", Handle: fmt.Sprintf("hooks-%d", time.Now().UnixNano()%1e6)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.AddMembers(ctx, e.owner.ID, channelID, []string{bot.User.ID}); err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := e.s.PostMessage(ctx, bot.User.ID, channelID, parley.NewMessage{Text: text, BotProfile: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.BotProfile == nil || *m.BotProfile != *p {
+		t.Fatalf("posted profile %+v, want %+v", m.BotProfile, p)
+	}
+	return m
 }
 
 func equalTime(a, b *time.Time) bool {

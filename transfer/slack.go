@@ -220,7 +220,7 @@ func ReadSlack(r io.ReaderAt, size int64) (*Source, error) {
 							src.Names[m.User] = m.botName
 						}
 						if m.badProfile > 0 {
-							src.Skipped[skipSlackProfile] += m.badProfile
+							src.Skipped[SkipSlackProfile] += m.badProfile
 						}
 						out = append(out, m.SrcMessage)
 					}
@@ -289,10 +289,10 @@ type slackMsg struct {
 	badProfile int // parts of its bot profile dropped as invalid
 }
 
-// skipSlackProfile counts the parts of bot messages' profiles (a
+// SkipSlackProfile (a reason of Summary.Skipped) counts the parts of bot messages' profiles (a
 // username, an icon emoji, an icon URL) that parley.ValidateBotProfile
 // refuses: each is dropped, the rest of the profile kept.
-const skipSlackProfile = "bot message names or icons Parley does not take (dropped, the rest kept)"
+const SkipSlackProfile = "bot message names or icons Parley does not take (dropped, the rest kept)"
 
 // slackProfile is the bot profile of a bot's message: the name from
 // username (else bot_profile.name), the emoji from icons.emoji, the URL

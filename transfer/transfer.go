@@ -136,10 +136,10 @@ type Summary struct {
 	Took       time.Duration `json:"took_ns"`
 }
 
-// skipBotProfile is the summary's reason for a message's bot profile
+// SkipBotProfile is the summary's reason (Summary.Skipped) for a message's bot profile
 // (name and icon) that parley.ValidateBotProfile refuses: the message is
 // imported without it.
-const skipBotProfile = "bot profiles (name and icon of a bot message) Parley does not take (the message imported without)"
+const SkipBotProfile = "bot profiles (name and icon of a bot message) Parley does not take (the message imported without)"
 
 // skip counts one thing left out.
 func (s *Summary) skip(reason string, n int) {
@@ -287,7 +287,7 @@ func Import(ctx context.Context, im parley.Importer, src *Source, opts Options) 
 			if m.BotProfile != nil && !m.Deleted {
 				p, err := parley.ValidateBotProfile(m.BotProfile)
 				if err != nil {
-					sum.skip(skipBotProfile, 1)
+					sum.skip(SkipBotProfile, 1)
 				}
 				om.BotProfile = p
 			}
