@@ -80,14 +80,14 @@ type slackMessage struct {
 	BotID      string `json:"bot_id"`
 	Username   string `json:"username"`
 	BotProfile *struct {
-		Name  string                     `json:"name"`
-		Icons map[string]json.RawMessage `json:"icons"`
+		Name  string          `json:"name"`
+		Icons json.RawMessage `json:"icons"`
 	} `json:"bot_profile"`
-	Icons      map[string]json.RawMessage `json:"icons"`
-	Text       string                     `json:"text"`
-	TS         string                     `json:"ts"`
-	ThreadTS   string                     `json:"thread_ts"`
-	ReplyCount int                        `json:"reply_count"`
+	Icons      json.RawMessage `json:"icons"` // read leniently (iconsOf): a malformed one loses the icon, not the message
+	Text       string          `json:"text"`
+	TS         string          `json:"ts"`
+	ThreadTS   string          `json:"thread_ts"`
+	ReplyCount int             `json:"reply_count"`
 	Reactions  []struct {
 		Name  string   `json:"name"`
 		Users []string `json:"users"`
@@ -302,8 +302,9 @@ func slackProfile(m *slackMessage) (p *parley.BotProfile, bad int) {
 	var name string
 	var botIcons map[string]json.RawMessage
 	if m.BotProfile != nil {
-		name, botIcons = m.BotProfile.Name, m.BotProfile.Icons
+		name, botIcons = m.BotProfile.Name, iconsOf(m.BotProfile.Icons)
 	}
+	icons := iconsOf(m.Icons)
 	name = firstOf(m.Username, name)
 	var out parley.BotProfile
 	keep := func(part parley.BotProfile, set func(*parley.BotProfile)) bool {
@@ -319,11 +320,11 @@ func slackProfile(m *slackMessage) (p *parley.BotProfile, bad int) {
 	if strings.TrimSpace(name) != "" && !keep(parley.BotProfile{Name: name}, func(v *parley.BotProfile) { out.Name = v.Name }) {
 		bad++
 	}
-	if e := iconString(m.Icons["emoji"]); strings.TrimSpace(e) != "" &&
+	if e := iconString(icons["emoji"]); strings.TrimSpace(e) != "" &&
 		!keep(parley.BotProfile{IconEmoji: e}, func(v *parley.BotProfile) { out.IconEmoji = v.IconEmoji }) {
 		bad++
 	}
-	urls := iconImages(m.Icons)
+	urls := iconImages(icons)
 	if len(urls) == 0 {
 		urls = iconImages(botIcons)
 	}
@@ -336,6 +337,15 @@ func slackProfile(m *slackMessage) (p *parley.BotProfile, bad int) {
 		return nil, bad
 	}
 	return &out, bad
+}
+
+// iconsOf reads an icons object; anything else is none.
+func iconsOf(raw json.RawMessage) map[string]json.RawMessage {
+	var icons map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &icons) != nil {
+		return nil
+	}
+	return icons
 }
 
 // iconString is an icons value that is a string ("" otherwise).
