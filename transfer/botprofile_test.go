@@ -268,8 +268,8 @@ func TestSlackBotProfileShapes(t *testing.T) {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	for name, v := range map[string]any{
-		"users.json":             []map[string]any{{"id": "U1", "name": "u1", "profile": map[string]any{"email": "u1@x.example"}}},
-		"channels.json":          []map[string]any{{"id": "C1", "name": "general", "created": 1700000000, "members": []string{"U1"}}},
+		"users.json":              []map[string]any{{"id": "U1", "name": "u1", "profile": map[string]any{"email": "u1@x.example"}}},
+		"channels.json":           []map[string]any{{"id": "C1", "name": "general", "created": 1700000000, "members": []string{"U1"}}},
 		"general/2023-11-14.json": msgs,
 	} {
 		w, err := zw.Create(name)
