@@ -70,6 +70,11 @@ type ImportMessage struct {
 	PinnedBy    string // "" when not pinned
 	PinnedAt    time.Time
 	Files       []ImportFile
+	// BotProfile is the name and icon the source showed the message with
+	// (a webhook's username, icon_emoji, icon_url); the store checks it
+	// with ValidateBotProfile and refuses the batch if it is invalid (the
+	// import driver drops such a profile first, counted).
+	BotProfile *BotProfile
 	// Notice, when set, makes this a membership notice instead of a
 	// message: EventMemberJoined or EventMemberLeft of UserID at
 	// CreatedAt, written to the channel's log at its place in time order,

@@ -259,6 +259,31 @@ func (s *Store) ImportMessages(ctx context.Context, workspaceID, source, channel
 			}
 		}
 	}
+	// Bot profiles, checked and tidied as a live post's are, on a copy:
+	// the caller's batch is left as it came. Imported history keeps the
+	// profile whoever the author maps to (imported accounts are never
+	// bots), unlike a live post (requireBot).
+	var profiles []*parley.BotProfile
+	for i := range msgs {
+		if msgs[i].Notice != "" || msgs[i].BotProfile == nil {
+			continue
+		}
+		p, err := parley.ValidateBotProfile(msgs[i].BotProfile)
+		if err != nil {
+			return nil, fmt.Errorf("message %s: bot profile: %w", msgs[i].ExtID, err)
+		}
+		if profiles == nil {
+			profiles = make([]*parley.BotProfile, len(msgs))
+		}
+		profiles[i] = p
+	}
+	if profiles != nil {
+		cp := slices.Clone(msgs)
+		for i := range cp {
+			cp[i].BotProfile = profiles[i]
+		}
+		msgs = cp
+	}
 	var res *parley.ImportBatchResult
 	collapsed := s.live().CollapsedThreads
 	err := s.writeChannel(ctx, "import messages", channelID, func(ctx context.Context, tx *Tx) error {
@@ -352,6 +377,7 @@ func (tx *Tx) importMessages(ctx context.Context, workspaceID, source, channelID
 			CreatedAt:   fromMicros(created),
 			EditedAt:    im.EditedAt,
 			Reactions:   []parley.Reaction{},
+			BotProfile:  im.BotProfile,
 		}
 		if m.EditedAt != nil {
 			t := txTime(*m.EditedAt)
@@ -431,8 +457,15 @@ func (tx *Tx) importMessages(ctx context.Context, workspaceID, source, channelID
 		if im.Deleted {
 			deletedAt = sql.NullInt64{Int64: created, Valid: true}
 		}
+		if im.Deleted {
+			m.BotProfile = nil
+		}
+		profile, err := botProfileJSON(m.BotProfile)
+		if err != nil {
+			return nil, fmt.Errorf("imported message %s: %w", im.ExtID, err)
+		}
 		msgRows = append(msgRows, []any{workspaceID, m.ID, channelID, m.Seq, m.UserID, m.Text,
-			nullString(m.ThreadRootID), created, nullMicros(m.EditedAt), deletedAt, ord})
+			nullString(m.ThreadRootID), created, nullMicros(m.EditedAt), deletedAt, ord, profile})
 		raw, err := json.Marshal(parley.MessageEventData{ChannelID: channelID, Seq: m.Seq, Message: m})
 		if err != nil {
 			return nil, fmt.Errorf("encode imported message: %w", err)
@@ -461,7 +494,7 @@ func (tx *Tx) importMessages(ctx context.Context, workspaceID, source, channelID
 		rows  [][]any
 	}{
 		{"import_map", "workspace_id, source, kind, ext_id, parley_id", mapRows},
-		{"messages", "workspace_id, id, channel_id, seq, user_id, text, thread_root_id, created_at, edited_at, deleted_at, ord", msgRows},
+		{"messages", "workspace_id, id, channel_id, seq, user_id, text, thread_root_id, created_at, edited_at, deleted_at, ord, bot_profile", msgRows},
 		{"events", "workspace_id, channel_id, seq, type, data, created_at", evRows},
 		{"reactions", "workspace_id, message_id, emoji, user_id, created_at", reactRows},
 		{"pins", "workspace_id, channel_id, message_id, pinned_by, pinned_at", pinRows},

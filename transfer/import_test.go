@@ -209,6 +209,7 @@ func checkSlackImport(t *testing.T, e *env, wsID string, ex *transfertest.Export
 			if g.Pinned != (w.PinnedBy != "") {
 				t.Fatalf("%s: pinned %v, want %v", where, g.Pinned, w.PinnedBy != "")
 			}
+			checkProfile(t, where, g.BotProfile, w.Profile)
 			if len(g.Reactions) != len(w.Reactions) {
 				t.Fatalf("%s: reactions %+v, want %+v", where, g.Reactions, w.Reactions)
 			}
@@ -284,6 +285,7 @@ func checkSummary(t *testing.T, sum *transfer.Summary, ex *transfertest.Export) 
 		"private channels (groups.json)":                                      ex.Private,
 		"direct messages (dms.json)":                                          ex.DMs,
 		"group direct messages (mpims.json)":                                  ex.MPIMs,
+		transfer.SkipSlackProfile:                                             ex.BadProfileParts,
 	}
 	if ex.Ghost != "" {
 		want["messages with NUL characters (removed)"] = 1
@@ -484,6 +486,9 @@ func TestExportRoundTrip(t *testing.T) {
 			if _, err := e.s.AddReaction(ctx, e.owner.ID, root.ID, "tada"); err != nil {
 				t.Fatal(err)
 			}
+			// A webhook's message with a profile, posted live by its bot.
+			hookProfile := parley.BotProfile{Name: "Grafana", IconEmoji: "chart_with_upwards_trend", IconURL: "https://grafana.example/icon.png"}
+			hook := postAsBot(t, e, sum.WorkspaceID, priv.ID, "Disk 91% on db-1", &hookProfile)
 
 			// Only the owner exports.
 			var buf bytes.Buffer
@@ -509,9 +514,26 @@ func TestExportRoundTrip(t *testing.T) {
 			if back.UsersCreated != 0 || back.Messages != man.Messages || len(back.Problems) != 0 {
 				t.Fatalf("round trip import: %+v (manifest %+v)", back, man)
 			}
+			if back.Skipped[transfer.SkipBotProfile] != 0 {
+				t.Fatalf("round trip dropped bot profiles: %v", back.Skipped)
+			}
 			a := storetest.CheckWorkspace(t, e.s, e.owner.ID, sum.WorkspaceID)
 			b := storetest.CheckWorkspace(t, e.s, e.owner.ID, back.WorkspaceID)
 			compareWorkspaces(t, e.s, e.owner.ID, sum.WorkspaceID, back.WorkspaceID, a, b)
+			// The webhook's message, and the Slack bot messages, kept their
+			// profiles in the copy (compareWorkspaces compared them all).
+			profiles, hookCopied := 0, false
+			for _, ms := range b {
+				for _, m := range ms {
+					if m.BotProfile != nil {
+						profiles++
+						hookCopied = hookCopied || (m.Text == hook.Text && *m.BotProfile == hookProfile)
+					}
+				}
+			}
+			if !hookCopied || profiles < 10 {
+				t.Fatalf("the copy has %d messages with a bot profile; the webhook's among them: %v", profiles, hookCopied)
+			}
 		})
 	}
 }
@@ -555,7 +577,8 @@ func compareWorkspaces(t *testing.T, s parley.Store, actor, wsA, wsB string, a, 
 			}
 			same := x.Text == y.Text && x.UserID == y.UserID && x.CreatedAt.Equal(y.CreatedAt) &&
 				equalTime(x.EditedAt, y.EditedAt) && rootA == rootB && x.ReplyCount == y.ReplyCount &&
-				equalTime(x.LastReplyAt, y.LastReplyAt) && x.Pinned == y.Pinned && slices.Equal(x.Reactions, y.Reactions)
+				equalTime(x.LastReplyAt, y.LastReplyAt) && x.Pinned == y.Pinned && slices.Equal(x.Reactions, y.Reactions) &&
+				equalProfile(x.BotProfile, y.BotProfile)
 			if !same {
 				t.Fatalf("#%s message %d:\n %+v\n copy %+v", ca.Name, j, x, y)
 			}

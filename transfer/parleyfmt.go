@@ -201,7 +201,8 @@ func ReadParley(r io.ReaderAt, size int64) (*Source, error) {
 					continue
 				}
 				sm := SrcMessage{ExtID: m.ID, ThreadExtID: m.ThreadRootID, User: m.UserID, Text: m.Text,
-					CreatedAt: m.CreatedAt, EditedAt: m.EditedAt, Deleted: m.Deleted, PinnedBy: m.PinnedBy, Files: m.Files}
+					CreatedAt: m.CreatedAt, EditedAt: m.EditedAt, Deleted: m.Deleted, PinnedBy: m.PinnedBy, Files: m.Files,
+					BotProfile: m.BotProfile}
 				if m.PinnedAt != nil {
 					sm.PinnedAt = *m.PinnedAt
 				}

@@ -80,12 +80,14 @@ type slackMessage struct {
 	BotID      string `json:"bot_id"`
 	Username   string `json:"username"`
 	BotProfile *struct {
-		Name string `json:"name"`
+		Name  string          `json:"name"`
+		Icons json.RawMessage `json:"icons"`
 	} `json:"bot_profile"`
-	Text       string `json:"text"`
-	TS         string `json:"ts"`
-	ThreadTS   string `json:"thread_ts"`
-	ReplyCount int    `json:"reply_count"`
+	Icons      json.RawMessage `json:"icons"` // read leniently (iconsOf): a malformed one loses the icon, not the message
+	Text       string          `json:"text"`
+	TS         string          `json:"ts"`
+	ThreadTS   string          `json:"thread_ts"`
+	ReplyCount int             `json:"reply_count"`
 	Reactions  []struct {
 		Name  string   `json:"name"`
 		Users []string `json:"users"`
@@ -217,6 +219,9 @@ func ReadSlack(r io.ReaderAt, size int64) (*Source, error) {
 						if m.botName != "" {
 							src.Names[m.User] = m.botName
 						}
+						if m.badProfile > 0 {
+							src.Skipped[SkipSlackProfile] += m.badProfile
+						}
 						out = append(out, m.SrcMessage)
 					}
 				}
@@ -280,7 +285,108 @@ var slackSkips = map[string]string{
 // slackMsg is a message read, with the name of the bot that posted it.
 type slackMsg struct {
 	SrcMessage
-	botName string
+	botName    string
+	badProfile int // parts of its bot profile dropped as invalid
+}
+
+// SkipSlackProfile (a reason of Summary.Skipped) counts the parts of bot messages' profiles (a
+// username, an icon emoji, an icon URL) that parley.ValidateBotProfile
+// refuses: each is dropped, the rest of the profile kept.
+const SkipSlackProfile = "bot message names or icons Parley does not take (dropped, the rest kept)"
+
+// slackProfile is the bot profile of a bot's message: the name from
+// username (else bot_profile.name), the emoji from icons.emoji, the URL
+// from the largest icons.image_* (else bot_profile.icons.image_*). Each
+// part is checked on its own; one refused is dropped and counted in bad.
+func slackProfile(m *slackMessage) (p *parley.BotProfile, bad int) {
+	var name string
+	var botIcons map[string]json.RawMessage
+	if m.BotProfile != nil {
+		name, botIcons = m.BotProfile.Name, iconsOf(m.BotProfile.Icons)
+	}
+	icons := iconsOf(m.Icons)
+	name = firstOf(m.Username, name)
+	var out parley.BotProfile
+	keep := func(part parley.BotProfile, set func(*parley.BotProfile)) bool {
+		v, err := parley.ValidateBotProfile(&part)
+		if err != nil {
+			return false
+		}
+		if v != nil {
+			set(v)
+		}
+		return true
+	}
+	if strings.TrimSpace(name) != "" && !keep(parley.BotProfile{Name: name}, func(v *parley.BotProfile) { out.Name = v.Name }) {
+		bad++
+	}
+	if e := iconString(icons["emoji"]); strings.TrimSpace(e) != "" &&
+		!keep(parley.BotProfile{IconEmoji: e}, func(v *parley.BotProfile) { out.IconEmoji = v.IconEmoji }) {
+		bad++
+	}
+	urls := iconImages(icons)
+	if len(urls) == 0 {
+		urls = iconImages(botIcons)
+	}
+	if len(urls) > 0 && !slices.ContainsFunc(urls, func(u string) bool {
+		return keep(parley.BotProfile{IconURL: u}, func(v *parley.BotProfile) { out.IconURL = v.IconURL })
+	}) {
+		bad++
+	}
+	if out == (parley.BotProfile{}) {
+		return nil, bad
+	}
+	return &out, bad
+}
+
+// iconsOf reads an icons object; anything else is none.
+func iconsOf(raw json.RawMessage) map[string]json.RawMessage {
+	var icons map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &icons) != nil {
+		return nil
+	}
+	return icons
+}
+
+// iconString is an icons value that is a string ("" otherwise).
+func iconString(raw json.RawMessage) string {
+	var s string
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// iconImages lists the non-empty image_* URLs of an icons object, the
+// largest first: image_original, then by the size in the key (image_72
+// before image_48).
+func iconImages(icons map[string]json.RawMessage) []string {
+	type img struct {
+		size int
+		url  string
+	}
+	var imgs []img
+	for k, raw := range icons {
+		rest, ok := strings.CutPrefix(k, "image_")
+		u := iconString(raw)
+		if !ok || strings.TrimSpace(u) == "" {
+			continue
+		}
+		size, err := strconv.Atoi(rest)
+		switch {
+		case rest == "original":
+			size = 1 << 30
+		case err != nil || size <= 0:
+			continue
+		}
+		imgs = append(imgs, img{size, u})
+	}
+	slices.SortFunc(imgs, func(a, b img) int { return b.size - a.size })
+	out := make([]string, len(imgs))
+	for i, m := range imgs {
+		out[i] = m.url
+	}
+	return out
 }
 
 // slackToSrc reads one message. skip names why it is left out.
@@ -332,6 +438,9 @@ func slackToSrc(raw json.RawMessage, channelID string, pins map[string]slackPin)
 		out.Text = "_" + out.Text + "_"
 	case "tombstone":
 		out.Deleted, out.Text = true, ""
+	}
+	if (m.Subtype == "bot_message" || m.BotID != "") && !out.Deleted {
+		out.BotProfile, res.badProfile = slackProfile(&m)
 	}
 	if m.Edited != nil && m.Edited.TS != "" {
 		if t, err := SlackTS(m.Edited.TS); err == nil {

@@ -72,6 +72,10 @@ type SrcMessage struct {
 	PinnedBy           string // ext user id, "" when not pinned
 	PinnedAt           time.Time
 	Files              []parley.ImportFile
+	// BotProfile is the name and icon a bot's message showed (nil for
+	// none); Import checks it (parley.ValidateBotProfile) and drops an
+	// invalid one, counted.
+	BotProfile *parley.BotProfile
 	// Notice is parley.EventMemberJoined or EventMemberLeft for a
 	// membership notice of User; "" for a message.
 	Notice string
@@ -131,6 +135,11 @@ type Summary struct {
 	FileImport *FileSummary  `json:"file_import,omitempty"`
 	Took       time.Duration `json:"took_ns"`
 }
+
+// SkipBotProfile is the summary's reason (Summary.Skipped) for a message's bot profile
+// (name and icon) that parley.ValidateBotProfile refuses: the message is
+// imported without it.
+const SkipBotProfile = "bot profiles (name and icon of a bot message) Parley does not take (the message imported without)"
 
 // skip counts one thing left out.
 func (s *Summary) skip(reason string, n int) {
@@ -274,6 +283,13 @@ func Import(ctx context.Context, im parley.Importer, src *Source, opts Options) 
 				ExtID: m.ExtID, ThreadExtID: m.ThreadExtID, UserID: users.ids[m.User], Text: text,
 				CreatedAt: m.CreatedAt, EditedAt: m.EditedAt, Deleted: m.Deleted, Files: m.Files,
 				PinnedBy: users.ids[m.PinnedBy], PinnedAt: m.PinnedAt,
+			}
+			if m.BotProfile != nil && !m.Deleted {
+				p, err := parley.ValidateBotProfile(m.BotProfile)
+				if err != nil {
+					sum.skip(SkipBotProfile, 1)
+				}
+				om.BotProfile = p
 			}
 			for _, r := range m.Reactions {
 				emoji, ok := CleanEmoji(r.Emoji)

@@ -49,6 +49,7 @@ type Export struct {
 	Malformed                           []string // files that must be reported
 	BadEntries                          int      // entries of valid files that are not messages
 	Ghost                               string   // a user id messages name that users.json lacks ("" without edge cases)
+	BadProfileParts                     int      // bot messages' usernames and icons Parley must drop as invalid
 	Bot                                 string   // the ext id bot messages are mapped to ("bot:B0001")
 	Start                               time.Time
 }
@@ -87,6 +88,13 @@ type Message struct {
 	Files     int
 	Deleted   bool
 	Orphan    bool
+	// Profile is the bot profile Parley must show it with (nil for none).
+	Profile *Profile
+}
+
+// Profile is a bot message's name and icon as Parley must store them.
+type Profile struct {
+	Name, IconEmoji, IconURL string
 }
 
 // Reaction is an emoji with the users who reacted.
@@ -209,6 +217,27 @@ func Generate(cfg Config) *Export {
 			raw["username"] = "ci"
 			raw["text"] = fmt.Sprintf("Build #%d passed <https://ci.example/b/%d|details>", i, i)
 			m.User = ex.Bot
+			m.Profile = &Profile{Name: "ci"}
+			img := func(n int) string { return fmt.Sprintf("https://avatars.slack-edge.example/ci/%d_%d.png", i, n) }
+			switch i % 6 { // the shapes bot messages' names and icons come in
+			case 1: // a webhook's icon_emoji, with Slack's images beside it: the largest wins
+				raw["icons"] = jsonMap{"emoji": ":robot_face:", "image_36": img(36), "image_72": img(72), "image_48": img(48)}
+				m.Profile.IconEmoji, m.Profile.IconURL = "robot_face", img(72)
+			case 2: // the app's own icons, from bot_profile
+				raw["bot_profile"] = jsonMap{"id": "B0001", "name": "ci", "icons": jsonMap{"image_36": img(36), "image_72": img(72)}}
+				m.Profile.IconURL = img(72)
+			case 3: // an icon_url of the payload (image_original) beats the app's
+				raw["icons"] = jsonMap{"image_original": img(1024), "image_512": img(512)}
+				raw["bot_profile"] = jsonMap{"id": "B0001", "name": "ci", "icons": jsonMap{"image_72": img(72)}}
+				m.Profile.IconURL = img(1024)
+			case 4: // parts Parley refuses: dropped, counted, the name kept
+				raw["icons"] = jsonMap{"emoji": ":Not An Emoji!:", "image_72": "javascript:alert(1)", "image_48": "https://user:pw@x.example/i.png"}
+				ex.BadProfileParts += 2
+			case 5: // a refused emoji (NUL) beside a good image: the image kept
+				raw["icons"] = jsonMap{"emoji": "ghost\x00", "image_48": "https://x.example/<script>", "image_36": img(36)}
+				m.Profile.IconURL = img(36)
+				ex.BadProfileParts++
+			}
 			m.Want = fmt.Sprintf("Build #%d passed [details](https://ci.example/b/%d)", i, i)
 		case r < 11:
 			raw["subtype"] = "bot_message"
