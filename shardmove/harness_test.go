@@ -33,7 +33,7 @@ type rig struct {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	ctx := context.Background()
 	r := &rig{dsn: map[string]string{}, stores: map[string]*sqlstore.Store{}, dbs: map[string]*sql.DB{}}
@@ -117,7 +117,7 @@ func newRig(t *testing.T) *rig {
 
 // place puts workspace ws on shard in the catalogue and waits until the
 // client sees it.
-func (r *rig) place(t *testing.T, ws, shard string) {
+func (r *rig) place(t testing.TB, ws, shard string) {
 	t.Helper()
 	if _, err := r.cat.Place(context.Background(), tenantdir.Placement{WorkspaceID: ws, Region: "eu", Shard: shard}); err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func (r *rig) place(t *testing.T, ws, shard string) {
 	})
 }
 
-func (r *rig) mover(t *testing.T, cfg Config) *Mover {
+func (r *rig) mover(t testing.TB, cfg Config) *Mover {
 	t.Helper()
 	cfg.Catalogue = r.cat
 	if cfg.Logger == nil {
@@ -143,7 +143,7 @@ func (r *rig) mover(t *testing.T, cfg Config) *Mover {
 
 // counts is the workspace's rows per table on a shard, for every table
 // the shard's schema attributes to a workspace.
-func counts(t *testing.T, db *sql.DB, ws string) map[string]int64 {
+func counts(t testing.TB, db *sql.DB, ws string) map[string]int64 {
 	t.Helper()
 	ctx := context.Background()
 	s, err := loadSchema(ctx, db)
@@ -166,7 +166,7 @@ func counts(t *testing.T, db *sql.DB, ws string) map[string]int64 {
 }
 
 // sums is a checksum per table of the workspace's rows on a shard.
-func sums(t *testing.T, db *sql.DB, ws string) map[string]string {
+func sums(t testing.TB, db *sql.DB, ws string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	s, err := loadSchema(ctx, db)
@@ -206,7 +206,7 @@ type logEntry struct {
 
 // eventLog is the workspace's event log on a shard, per channel in seq
 // order.
-func eventLog(t *testing.T, db *sql.DB, ws string) map[string][]logEntry {
+func eventLog(t testing.TB, db *sql.DB, ws string) map[string][]logEntry {
 	t.Helper()
 	rows, err := db.Query(`SELECT channel_id, seq, type, data, created_at FROM events WHERE workspace_id = $1 ORDER BY channel_id, seq`, ws)
 	if err != nil {
@@ -237,7 +237,7 @@ type team struct {
 	channels []*parley.Channel
 }
 
-func seedTeam(t *testing.T, s parley.Store, shared *parley.User, posts int) *team {
+func seedTeam(t testing.TB, s parley.Store, shared *parley.User, posts int) *team {
 	t.Helper()
 	ctx := context.Background()
 	tm := &team{owner: storetest.MustUser(t, s, "owner")}

@@ -3,6 +3,7 @@ package shardmove
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -190,8 +191,10 @@ func channelSeqs(ctx context.Context, q querier, ws string) (map[string]int64, e
 
 // round brings the target up to one new snapshot of the source. The
 // channels whose last_seq differs between the two get their new events
-// appended and their messages, reactions and pins compared; every other
-// table of the workspace is compared whole. It returns the rows written
+// appended, and the messages those events name compared with their
+// reactions and pins (every change to those tables appends an event
+// naming the message, in the same transaction); every other table of the
+// workspace is compared whole. It returns the rows written
 // or deleted, and how many events the target was behind.
 func (j *job) round(ctx context.Context) (int64, int64, error) {
 	tx, err := j.snapshot(ctx)
@@ -225,8 +228,28 @@ func (j *job) round(ctx context.Context) (int64, int64, error) {
 	if err := j.addUsers(ctx, tx, `SELECT user_id FROM workspace_members WHERE workspace_id = $1`); err != nil {
 		return 0, 0, err
 	}
-	var total int64
+	// What the new events name: the messages they created or changed
+	// (and those messages' thread roots), which are all the rows of the
+	// logged tables that can have changed.
 	batch := j.mv.cfg.Batch
+	after := map[string]int64{}
+	touched := map[string]bool{}
+	for _, ch := range changed {
+		if slices.Contains(gone, ch) {
+			continue
+		}
+		var last int64
+		if err := j.tgt.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE workspace_id = $1 AND channel_id = $2`,
+			j.ws, ch).Scan(&last); err != nil {
+			return 0, lag, fmt.Errorf("events: %w", err)
+		}
+		after[ch] = last
+		if err := namedIn(ctx, tx, j.ws, ch, last, touched); err != nil {
+			return 0, lag, err
+		}
+	}
+	ids := slices.Sorted(maps.Keys(touched))
+	var total int64
 	for _, t := range j.s.tables {
 		sc := j.scopeOf(t)
 		var n int64
@@ -234,36 +257,27 @@ func (j *job) round(ctx context.Context) (int64, int64, error) {
 		case t.name == "events":
 			// The log is append-only: copy what follows the target's last seq.
 			for _, ch := range changed {
-				if slices.Contains(gone, ch) {
-					var d int64
-					d, err = deleteScope(ctx, j.tgt, t, sc.and("channel_id = $1", ch), batch)
-					n += d
-					if err != nil {
-						break
-					}
-					continue
-				}
-				var last int64
-				if err = j.tgt.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE workspace_id = $1 AND channel_id = $2`,
-					j.ws, ch).Scan(&last); err != nil {
-					break
-				}
 				var c int64
-				c, err = copyRows(ctx, tx, j.tgt, t, sc.and("channel_id = $1 AND seq > $2", ch, last), batch, nil)
+				if slices.Contains(gone, ch) {
+					c, err = deleteScope(ctx, j.tgt, t, sc.and("channel_id = $1", ch), batch)
+				} else {
+					c, err = copyRows(ctx, tx, j.tgt, t, sc.and("channel_id = $1 AND seq > $2", ch, after[ch]), batch, nil)
+				}
 				n += c
 				if err != nil {
 					break
 				}
 			}
 		case loggedTables[t.name] && t.class == byWorkspace:
-			if len(changed) == 0 {
-				continue
-			}
-			if t.hasChannel {
-				sc = sc.and("channel_id = ANY($1)", changed)
-			} else {
-				// reactions: through their message's channel.
-				sc = sc.and("message_id IN (SELECT id FROM messages WHERE workspace_id = $1 AND channel_id = ANY($2))", j.ws, changed)
+			if len(gone) == 0 {
+				if len(ids) == 0 {
+					continue
+				}
+				col := "message_id"
+				if t.name == "messages" {
+					col = "id"
+				}
+				sc = sc.and(col+" = ANY($1)", ids)
 			}
 			n, err = syncRows(ctx, tx, j.tgt, t, sc, batch, false)
 		default:
@@ -288,11 +302,13 @@ func (j *job) switchOver(ctx context.Context) (map[string]int64, error) {
 		return nil, err
 	}
 	j.mv.progress(Progress{Phase: "freeze", Note: fmt.Sprintf("read_only; draining %v", j.mv.cfg.Drain)})
+	drainStart := time.Now()
 	select {
 	case <-time.After(j.mv.cfg.Drain):
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	j.sum.Drain = time.Since(drainStart)
 	// Wait for the posts still in flight: each holds its channel's row
 	// until it commits.
 	if err := j.fence(ctx); err != nil {
@@ -300,14 +316,18 @@ func (j *job) switchOver(ctx context.Context) (map[string]int64, error) {
 	}
 	var verified map[string]int64
 	for attempt := 1; ; attempt++ {
+		t0 := time.Now()
 		n, lag, err := j.round(ctx)
+		j.sum.Final += time.Since(t0)
 		if err != nil {
 			return nil, fmt.Errorf("final catch-up: %w", err)
 		}
 		j.sum.FinalRounds = attempt
 		j.sum.RowsCaughtUp += n
 		j.mv.progress(Progress{Phase: "final", Round: attempt, Rows: n, Lag: lag})
+		t0 = time.Now()
 		verified, err = j.verify(ctx)
+		j.sum.Verify += time.Since(t0)
 		if err == nil {
 			break
 		}
@@ -470,4 +490,45 @@ func deleteWorkspace(ctx context.Context, db *sql.DB, s *schema, ws string, batc
 		}
 	}
 	return total, nil
+}
+
+// namedIn adds to ids every string in the data of channel ch's events
+// after seq: message ids among them (the ids are compared against the
+// messages table, so the other strings only cost a lookup).
+func namedIn(ctx context.Context, q querier, ws, ch string, after int64, ids map[string]bool) error {
+	rows, err := q.QueryContext(ctx, `SELECT data FROM events WHERE workspace_id = $1 AND channel_id = $2 AND seq > $3`, ws, ch, after)
+	if err != nil {
+		return fmt.Errorf("new events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var data string
+		if err := rows.Scan(&data); err != nil {
+			return fmt.Errorf("new events: %w", err)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(data), &v); err != nil {
+			return fmt.Errorf("new events: channel %s: %w", ch, err)
+		}
+		strs(v, ids)
+	}
+	return rows.Err()
+}
+
+// strs adds the id-like strings of a decoded JSON value to out.
+func strs(v any, out map[string]bool) {
+	switch x := v.(type) {
+	case string:
+		if len(x) > 0 && len(x) <= 64 && !strings.ContainsAny(x, " \n") {
+			out[x] = true
+		}
+	case []any:
+		for _, e := range x {
+			strs(e, out)
+		}
+	case map[string]any:
+		for _, e := range x {
+			strs(e, out)
+		}
+	}
 }

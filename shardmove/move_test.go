@@ -37,7 +37,7 @@ type writers struct {
 	onShard sync.Map // shard -> *atomic.Int64
 }
 
-func startWriters(t *testing.T, r *rig, tm *team, perChannel int, every time.Duration) *writers {
+func startWriters(t testing.TB, r *rig, tm *team, perChannel int, every time.Duration) *writers {
 	t.Helper()
 	w := &writers{errs: make(chan error, 100), stop: make(chan struct{})}
 	idx := 0
@@ -74,11 +74,33 @@ func startWriters(t *testing.T, r *rig, tm *team, perChannel int, every time.Dur
 						return
 					}
 					mine = append(mine, ack{shard: rec.ShardID, channel: ch.ID, id: m.ID, seq: m.Seq})
-					if n%5 == 0 {
-						if _, err := st.AddReaction(ctx, u.ID, m.ID, "eyes"); err != nil {
-							w.errs <- fmt.Errorf("react: %w", err)
-							return
+					// Changes to older rows, which the catch-up must find too.
+					if err := func() error {
+						switch n % 6 {
+						case 1:
+							_, err = st.AddReaction(ctx, u.ID, m.ID, "eyes")
+						case 2:
+							_, err = st.EditMessage(ctx, u.ID, mine[max(0, len(mine)-3)].id, "edited")
+						case 3:
+							var re *parley.Message
+							re, _, err = st.PostMessage(ctx, u.ID, ch.ID, parley.NewMessage{Text: "a reply", ThreadRootID: m.ID,
+								ClientMsgID: fmt.Sprintf("w%d-%d-reply", me, n)})
+							if err == nil {
+								mine = append(mine, ack{shard: rec.ShardID, channel: ch.ID, id: re.ID, seq: re.Seq})
+								if n%4 == 3 {
+									err = st.DeleteMessage(ctx, u.ID, re.ID)
+								}
+							}
+						case 4:
+							_, err = st.Pin(ctx, u.ID, m.ID)
 						}
+						return err
+					}(); err != nil {
+						if parley.ErrorCode(err) == parley.ECONFLICT || parley.ErrorCode(err) == parley.ELIMIT {
+							continue // a cap (pins), not a failure
+						}
+						w.errs <- fmt.Errorf("writer %d change %d on %s: %w", me, n, rec.ShardID, err)
+						return
 					}
 					w.n.Add(1)
 					c, _ := w.onShard.LoadOrStore(rec.ShardID, new(atomic.Int64))
@@ -98,7 +120,7 @@ func (w *writers) on(shard string) int64 {
 	return c.(*atomic.Int64).Load()
 }
 
-func (w *writers) finish(t *testing.T) []ack {
+func (w *writers) finish(t testing.TB) []ack {
 	t.Helper()
 	close(w.stop)
 	w.wg.Wait()

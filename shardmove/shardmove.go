@@ -115,6 +115,11 @@ type Summary struct {
 	// ReadOnly is the read-only window: Freeze committed to CompleteMove
 	// committed.
 	ReadOnly time.Duration `json:"read_only_ns"`
+	// Within it: Drain, the final catch-up (Final), the check (Verify);
+	// the rest is the catalogue's Freeze and CompleteMove.
+	Drain  time.Duration `json:"drain_ns"`
+	Final  time.Duration `json:"final_ns"`
+	Verify time.Duration `json:"verify_ns"`
 	// Tables: rows of the workspace per table, equal on both shards at
 	// the switch.
 	Tables map[string]int64 `json:"tables"`
