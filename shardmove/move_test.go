@@ -47,6 +47,7 @@ func startWriters(t testing.TB, r *rig, tm *team, perChannel int, every time.Dur
 			idx++
 			w.wg.Go(func() {
 				var mine []ack
+				var tops []string // this writer's top-level posts, never deleted
 				defer func() { w.acks.Store(me, mine) }()
 				tick := time.NewTicker(every)
 				defer tick.Stop()
@@ -74,13 +75,14 @@ func startWriters(t testing.TB, r *rig, tm *team, perChannel int, every time.Dur
 						return
 					}
 					mine = append(mine, ack{shard: rec.ShardID, channel: ch.ID, id: m.ID, seq: m.Seq})
+					tops = append(tops, m.ID)
 					// Changes to older rows, which the catch-up must find too.
 					if err := func() error {
 						switch n % 6 {
 						case 1:
 							_, err = st.AddReaction(ctx, u.ID, m.ID, "eyes")
 						case 2:
-							_, err = st.EditMessage(ctx, u.ID, mine[max(0, len(mine)-3)].id, "edited")
+							_, err = st.EditMessage(ctx, u.ID, tops[max(0, len(tops)-3)], "edited")
 						case 3:
 							var re *parley.Message
 							re, _, err = st.PostMessage(ctx, u.ID, ch.ID, parley.NewMessage{Text: "a reply", ThreadRootID: m.ID,
@@ -409,9 +411,27 @@ func TestMoveAfterMoverCrash(t *testing.T) {
 	storetest.CheckWorkspace(t, r.stores["eu2"], tm.owner.ID, tm.ws.ID)
 	// This mover dies too, before its purge (PurgeDelay an hour): running
 	// the move again finishes it.
-	_ = sum
 	if n := total(counts(t, r.dbs["eu1"], tm.ws.ID)); n == 0 {
 		t.Fatal("the source was purged already")
+	}
+	// A write that reached the old source after the switch is not swept
+	// away: the rows stay and the run says so.
+	if _, err := r.dbs["eu1"].Exec(`INSERT INTO events VALUES ($1, $2, 1000000, 'message.created', '{}', 0)`,
+		tm.ws.ID, tm.channels[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	sum, err = r.mover(t, Config{}).Run(ctx, tm.ws.ID, "eu2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-sum.Purged; err == nil || !strings.Contains(err.Error(), "not purged") {
+		t.Fatalf("sweep of a source written after the switch: %v", err)
+	}
+	if n := total(counts(t, r.dbs["eu1"], tm.ws.ID)); n == 0 {
+		t.Fatal("the late write was swept away")
+	}
+	if _, err := r.dbs["eu1"].Exec(`DELETE FROM events WHERE seq = 1000000`); err != nil {
+		t.Fatal(err)
 	}
 	sum, err = r.mover(t, Config{}).Run(ctx, tm.ws.ID, "eu2")
 	if err != nil {
