@@ -382,36 +382,33 @@ func (j *job) verify(ctx context.Context) (map[string]int64, error) {
 	if !maps.Equal(have, got) {
 		return nil, fmt.Errorf("channels' last_seq differ: source %v, target %v", have, got)
 	}
-	counts := map[string]int64{}
+	scopes := make([]scope, len(j.s.tables))
+	for i, t := range j.s.tables {
+		scopes[i] = j.scopeOf(t)
+	}
+	var counts, tcounts map[string]int64
+	if err := both(func() (err error) { counts, err = countAll(ctx, tx, j.s.tables, scopes); return },
+		func() (err error) { tcounts, err = countAll(ctx, j.tgt, j.s.tables, scopes); return }); err != nil {
+		return nil, err
+	}
 	var diffs []string
-	for _, t := range j.s.tables {
-		sc := j.scopeOf(t)
-		a, err := count(ctx, tx, t, sc)
-		if err != nil {
-			return nil, err
-		}
-		b, err := count(ctx, j.tgt, t, sc)
-		if err != nil {
-			return nil, err
-		}
+	for i, t := range j.s.tables {
+		sc := scopes[i]
+		a, b := counts[t.name], tcounts[t.name]
 		keep := t.class == byUser || t.class == byOrg
 		if a != b && !(keep && b > a) {
 			diffs = append(diffs, fmt.Sprintf("%s: %d on the source, %d on the target", t.name, a, b))
 		}
 		if j.mv.cfg.Checksums && !keep {
-			x, err := tableSum(ctx, tx, t, sc)
-			if err != nil {
-				return nil, err
-			}
-			y, err := tableSum(ctx, j.tgt, t, sc)
-			if err != nil {
+			var x, y string
+			if err := both(func() (err error) { x, err = tableSum(ctx, tx, t, sc); return },
+				func() (err error) { y, err = tableSum(ctx, j.tgt, t, sc); return }); err != nil {
 				return nil, err
 			}
 			if x != y {
 				diffs = append(diffs, t.name+": checksums differ")
 			}
 		}
-		counts[t.name] = a
 	}
 	if len(diffs) > 0 {
 		return nil, errors.New(strings.Join(diffs, "; "))

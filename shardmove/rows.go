@@ -3,6 +3,7 @@ package shardmove
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -29,11 +30,16 @@ type scope struct {
 // and is s with one more condition whose own placeholders start at $1
 // (they are renumbered after s's).
 func (s scope) and(cond string, args ...any) scope {
-	n := len(s.args)
-	for i := len(args); i >= 1; i-- {
-		cond = strings.ReplaceAll(cond, "$"+strconv.Itoa(i), "$"+strconv.Itoa(n+i))
-	}
+	cond = shift(cond, len(args), len(s.args))
 	return scope{where: "(" + s.where + ") AND " + cond, args: append(append([]any{}, s.args...), args...)}
+}
+
+// shift renumbers cond's placeholders $1…$nargs to follow by others.
+func shift(cond string, nargs, by int) string {
+	for i := nargs; i >= 1; i-- {
+		cond = strings.ReplaceAll(cond, "$"+strconv.Itoa(i), "$"+strconv.Itoa(by+i))
+	}
+	return cond
 }
 
 // maxParams keeps a statement under PostgreSQL's 65535 bind parameters.
@@ -222,12 +228,9 @@ func keyText(k []any) string {
 // source no longer has are deleted unless keep. It returns how many rows
 // it wrote and deleted.
 func syncRows(ctx context.Context, src querier, tgt *sql.DB, t *table, sc scope, batch int, keep bool) (int64, error) {
-	have, err := checksums(ctx, src, t, sc)
-	if err != nil {
-		return 0, err
-	}
-	got, err := checksums(ctx, tgt, t, sc)
-	if err != nil {
+	var have, got map[string]keyed
+	if err := both(func() (err error) { have, err = checksums(ctx, src, t, sc); return },
+		func() (err error) { got, err = checksums(ctx, tgt, t, sc); return }); err != nil {
 		return 0, err
 	}
 	var fetch, drop [][]any
@@ -319,6 +322,32 @@ func count(ctx context.Context, q querier, t *table, sc scope) (int64, error) {
 	return n, nil
 }
 
+// countAll counts the rows of every table in its scope, in one query.
+func countAll(ctx context.Context, q querier, tables []*table, scopes []scope) (map[string]int64, error) {
+	var parts []string
+	var args []any
+	for i, t := range tables {
+		parts = append(parts, `SELECT `+strconv.Itoa(i)+`, COUNT(*) FROM `+quote(t.name)+` WHERE `+
+			shift(scopes[i].where, len(scopes[i].args), len(args)))
+		args = append(args, scopes[i].args...)
+	}
+	rows, err := q.QueryContext(ctx, strings.Join(parts, " UNION ALL "), args...)
+	if err != nil {
+		return nil, fmt.Errorf("count rows: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]int64, len(tables))
+	for rows.Next() {
+		var i int
+		var n int64
+		if err := rows.Scan(&i, &n); err != nil {
+			return nil, fmt.Errorf("count rows: %w", err)
+		}
+		out[tables[i].name] = n
+	}
+	return out, rows.Err()
+}
+
 // tableSum is one checksum over all of t's rows in sc, in key order.
 func tableSum(ctx context.Context, q querier, t *table, sc scope) (string, error) {
 	var sum sql.NullString
@@ -327,4 +356,13 @@ func tableSum(ctx context.Context, q querier, t *table, sc scope) (string, error
 		return "", fmt.Errorf("checksum %s: %w", t.name, err)
 	}
 	return sum.String, nil
+}
+
+// both runs a and b at once (one on each shard: the read-only window is
+// mostly round trips) and returns their errors.
+func both(a, b func() error) error {
+	errc := make(chan error, 1)
+	go func() { errc <- b() }()
+	ea := a()
+	return errors.Join(ea, <-errc)
 }
