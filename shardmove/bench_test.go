@@ -51,7 +51,7 @@ func BenchmarkMoveUnderLoad(b *testing.B) {
 			r.place(b, tm.ws.ID, "eu1")
 			// 3 channels x 1 writer every 60 ms: 50 posts/s, a fifth with a reaction.
 			w := startWriters(b, r, tm, 1, 60*time.Millisecond)
-			var windows, rates []float64
+			var windows, rates, finals, verifies []float64
 			var rounds, refusedBefore int64
 			mv := r.mover(b, Config{Drain: drain, PurgeDelay: 200 * time.Millisecond})
 			to := "eu2"
@@ -67,6 +67,8 @@ func BenchmarkMoveUnderLoad(b *testing.B) {
 				}
 				windows = append(windows, float64(sum.ReadOnly.Microseconds())/1000)
 				rates = append(rates, float64(sum.RowsCopied)/sum.Copy.Seconds())
+				finals = append(finals, float64(sum.Final.Microseconds())/1000)
+				verifies = append(verifies, float64(sum.Verify.Microseconds())/1000)
 				rounds += int64(sum.Rounds + sum.FinalRounds)
 				b.Logf("move to %s: %d rows copied in %v, %d caught up in %d+%d rounds, read-only %v (drain %v, final %v, verify %v), %d writes refused",
 					to, sum.RowsCopied, sum.Copy.Round(time.Millisecond), sum.RowsCaughtUp, sum.Rounds, sum.FinalRounds,
@@ -78,6 +80,8 @@ func BenchmarkMoveUnderLoad(b *testing.B) {
 			acks := w.finish(b)
 			b.ReportMetric(median(windows), "read-only-ms")
 			b.ReportMetric(median(rates), "copy-rows/s")
+			b.ReportMetric(median(finals), "final-ms")
+			b.ReportMetric(median(verifies), "verify-ms")
 			b.ReportMetric(float64(rounds)/float64(b.N), "rounds/move")
 			b.ReportMetric(float64(len(acks))/float64(b.N), "posts/move")
 		})

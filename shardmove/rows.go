@@ -362,7 +362,14 @@ func tableSum(ctx context.Context, q querier, t *table, sc scope) (string, error
 // mostly round trips) and returns their errors.
 func both(a, b func() error) error {
 	errc := make(chan error, 1)
-	go func() { errc <- b() }()
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				errc <- fmt.Errorf("panic: %v", p)
+			}
+		}()
+		errc <- b()
+	}()
 	ea := a()
 	return errors.Join(ea, <-errc)
 }

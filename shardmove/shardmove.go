@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" driver
@@ -286,9 +287,15 @@ func (mv *Mover) Run(ctx context.Context, ws, to string) (*Summary, error) {
 	// its own.
 	srcDSN := rec.DSN
 	go func() {
+		defer close(done)
 		defer tgt.Close()
+		defer func() {
+			if p := recover(); p != nil {
+				mv.log.Error("purge panicked", "workspace", ws, "panic", p, "stack", string(debug.Stack()))
+				done <- fmt.Errorf("purge source %s: panic: %v (run the move again to finish it)", rec.ShardID, p)
+			}
+		}()
 		done <- mv.purgeSource(ws, rec.ShardID, srcDSN, j.s, verified)
-		close(done)
 	}()
 	return sum, nil
 }
