@@ -271,6 +271,18 @@ func TestMoveCopiesEveryTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// And one keyed by a channel only, as notify_sent is.
+	for _, id := range []string{"eu1", "eu2"} {
+		if _, err := r.dbs[id].Exec(`CREATE TABLE move_by_channel (channel_id TEXT NOT NULL, k TEXT NOT NULL,
+			PRIMARY KEY (channel_id, k))`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, ch := range []string{tm.channels[0].ID, tm.channels[1].ID, other.channels[0].ID} {
+		if _, err := r.dbs["eu1"].Exec(`INSERT INTO move_by_channel VALUES ($1, $2)`, ch, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i, ws := range []string{tm.ws.ID, tm.ws.ID, tm.ws.ID, other.ws.ID} {
 		if _, err := r.dbs["eu1"].Exec(`INSERT INTO move_extra VALUES ($1, $2, 'x')`, ws, fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
@@ -298,7 +310,7 @@ func TestMoveCopiesEveryTable(t *testing.T) {
 	})
 
 	before, beforeSums := counts(t, r.dbs["eu1"], tm.ws.ID), sums(t, r.dbs["eu1"], tm.ws.ID)
-	for _, tbl := range []string{"messages", "events", "reactions", "pins", "threads", "mentions", "invites", "channel_members", "move_extra"} {
+	for _, tbl := range []string{"messages", "events", "reactions", "pins", "threads", "mentions", "invites", "channel_members", "move_extra", "move_by_channel"} {
 		if before[tbl] == 0 {
 			t.Fatalf("the seed wrote no %s: the test would not see it forgotten", tbl)
 		}
@@ -332,6 +344,9 @@ func TestMoveCopiesEveryTable(t *testing.T) {
 	var n int
 	if err := r.dbs["eu1"].QueryRow(`SELECT COUNT(*) FROM move_extra WHERE workspace_id = $1`, other.ws.ID).Scan(&n); err != nil || n != 1 {
 		t.Errorf("the other workspace's extra rows: %d, %v", n, err)
+	}
+	if err := r.dbs["eu1"].QueryRow(`SELECT COUNT(*) FROM move_by_channel`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("rows by channel left on the source: %d (want the other workspace's 1), %v", n, err)
 	}
 }
 

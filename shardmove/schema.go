@@ -121,6 +121,8 @@ func loadSchema(ctx context.Context, db *sql.DB) (*schema, error) {
 			t.class = ignored // migration bookkeeping; the directory's catalogue when it shares the database
 		} else if c, ok := sharedTables[n]; ok && t.class != byWorkspace {
 			t.class = c
+		} else if t.class != byWorkspace && t.hasChannel {
+			t.class = byChannel // keyed by one of the workspace's channels
 		} else if t.class != byWorkspace {
 			unknown = append(unknown, n)
 		}
