@@ -481,6 +481,15 @@ func TestMoveRefused(t *testing.T) {
 			t.Errorf("move %.20q to %q: no error", c.ws, c.to)
 		}
 	}
+	// A target whose database is gone: the move is aborted, the
+	// workspace stays active on its source.
+	if _, err := r.cat.AddShard(ctx, tenantdir.Shard{ID: "eu3", Region: "eu", Capacity: 10,
+		DSN: strings.Replace(r.dsn["eu2"], "parley_test_", "parley_gone_", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mv.Run(ctx, tm.ws.ID, "eu3"); err == nil || !strings.Contains(err.Error(), "eu3") {
+		t.Errorf("move to a shard whose database is gone: %v", err)
+	}
 	// A second mover of the same workspace is refused while one runs.
 	unlock, err := lockMove(ctx, r.dbs["eu1"], tm.ws.ID)
 	if err != nil {
