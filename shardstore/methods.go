@@ -60,8 +60,12 @@ func (r *Router) CreateWorkspace(ctx context.Context, actor, name, slug string) 
 	if err := parley.ValidateSlug(slug); err != nil {
 		return nil, err
 	}
-	if _, err := r.def.g.GetMe(ctx, actor); err != nil {
+	me, err := r.def.g.GetMe(ctx, actor)
+	if err != nil {
 		return nil, err
+	}
+	if me.Deactivated { // refused before a placement is made for nothing
+		return nil, parley.Errorf(parley.EFORBIDDEN, "your account is deactivated")
 	}
 	taken, err := each(r, ctx, "slug taken", func(ctx context.Context, p *pool) (bool, error) {
 		var t bool
