@@ -26,6 +26,7 @@ type job struct {
 	org      string
 	users    map[string]bool // the accounts the workspace needs on the target
 	userList []string
+	fenced   bool // the source's fence row is in (fence.go)
 }
 
 // snapshot opens a read-only REPEATABLE READ transaction on the source:
@@ -65,6 +66,14 @@ func (j *job) prepare(ctx context.Context, rec tenantdir.Record) error {
 		if err := ensureSchema(ctx, rec.TargetDSN); err != nil {
 			return err
 		}
+	}
+	// The target's fence (fence.go) is lifted for ws: it may be a shard
+	// ws was moved away from earlier.
+	if err := installFence(ctx, j.tgt); err != nil {
+		return err
+	}
+	if err := setFence(ctx, j.tgt, j.ws, false); err != nil {
+		return err
 	}
 	var err error
 	if j.s, err = loadSchema(ctx, j.src); err != nil {
@@ -309,8 +318,13 @@ func (j *job) switchOver(ctx context.Context) (map[string]int64, error) {
 		return nil, ctx.Err()
 	}
 	j.sum.Drain = time.Since(drainStart)
-	// Wait for the posts still in flight: each holds its channel's row
-	// until it commits.
+	// Fence the workspace in the source (fence.go): from here no new
+	// event of it commits there. Then wait for the posts still in flight:
+	// each holds its channel's row until it commits.
+	if err := setFence(ctx, j.src, j.ws, true); err != nil {
+		return nil, err
+	}
+	j.fenced = true
 	if err := j.fence(ctx); err != nil {
 		return nil, err
 	}

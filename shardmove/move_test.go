@@ -430,9 +430,29 @@ func TestMoveAfterMoverCrash(t *testing.T) {
 		t.Fatal("the source was purged already")
 	}
 	// A write that reached the old source after the switch is not swept
-	// away: the rows stay and the run says so.
-	if _, err := r.dbs["eu1"].Exec(`INSERT INTO events VALUES ($1, $2, 1000000, 'message.created', '{}', 0)`,
+	// away: the rows stay and the run says so. The source's fence refuses
+	// such a write (TestMoveFencesTheSource); this one goes around it
+	// (triggers off, as an operator's hand could).
+	tx, err := r.dbs["eu1"].Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO events VALUES ($1, $2, 1000000, 'message.created', '{}', 0)`,
+		tm.ws.ID, tm.channels[0].ID); err == nil {
+		t.Fatal("the fence let a late event in")
+	}
+	tx.Rollback()
+	if tx, err = r.dbs["eu1"].Begin(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`SET LOCAL session_replication_role = replica`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO events VALUES ($1, $2, 1000000, 'message.created', '{}', 0)`,
 		tm.ws.ID, tm.channels[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	sum, err = r.mover(t, Config{}).Run(ctx, tm.ws.ID, "eu2")

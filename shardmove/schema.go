@@ -46,6 +46,7 @@ var sharedTables = map[string]class{
 	"orgs":             byOrg,
 	"settings":         ignored,
 	"file_signing_key": ignored,
+	fenceTable:         ignored,
 }
 
 // loggedTables are the tables whose every change appends an event to the

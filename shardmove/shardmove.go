@@ -240,6 +240,15 @@ func (mv *Mover) Run(ctx context.Context, ws, to string) (*Summary, error) {
 		return nil, err
 	}
 	defer unlock()
+	// The source's fence (fence.go): installed, and lifted for ws if a
+	// move that failed to lift it left it (the workspace is on this shard
+	// now, so its writes belong here).
+	if err := installFence(ctx, src); err != nil {
+		return nil, err
+	}
+	if err := setFence(ctx, src, ws, false); err != nil {
+		return nil, err
+	}
 	if rec.TargetShard != "" {
 		// A mover died mid-move: put the workspace back and clear its copy.
 		mv.log.Warn("resuming an interrupted move: aborting it first", "workspace", ws, "target", rec.TargetShard, "status", rec.Status)
@@ -266,18 +275,32 @@ func (mv *Mover) Run(ctx context.Context, ws, to string) (*Summary, error) {
 		}
 	}()
 	j := &job{mv: mv, ws: ws, src: src, tgt: tgt, sum: sum, users: map[string]bool{}}
+	fail := func(err error) error {
+		err = mv.abort(ws, tgt, j.s, err)
+		if j.fenced {
+			// After AbortMove: the workspace is active on the source
+			// again, and must take writes there.
+			lctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if ferr := setFence(lctx, src, ws, false); ferr != nil {
+				err = fmt.Errorf("%w (and the source's fence is still up: run the move again, or delete %s's row from %s on %s: %v)",
+					err, ws, fenceTable, rec.ShardID, ferr)
+			}
+		}
+		return err
+	}
 	if err := j.prepare(ctx, rec); err != nil {
-		return nil, mv.abort(ws, tgt, j.s, err)
+		return nil, fail(err)
 	}
 	if err := j.copy(ctx); err != nil {
-		return nil, mv.abort(ws, tgt, j.s, err)
+		return nil, fail(err)
 	}
 	if err := j.catchUp(ctx); err != nil {
-		return nil, mv.abort(ws, tgt, j.s, err)
+		return nil, fail(err)
 	}
 	verified, err := j.switchOver(ctx)
 	if err != nil {
-		return nil, mv.abort(ws, tgt, j.s, err)
+		return nil, fail(err)
 	}
 	mv.m.moves.WithLabelValues("completed").Inc()
 	mv.m.readOnly.Observe(sum.ReadOnly.Seconds())
