@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -61,6 +63,12 @@ type MoveConfig struct {
 	After  time.Duration
 	// MoveArgs are extra flags of `parley workspaces move` (--drain, …).
 	MoveArgs []string
+	// StopNode: the last node is SIGSTOPped just before the move starts
+	// and continued the moment the move has switched (before the source
+	// is purged): a node that never heard of the freeze, with its
+	// clients' posts queued in its sockets, which it then handles on its
+	// old record. The source's fence must refuse them.
+	StopNode bool
 	Settle   time.Duration
 	Out      string
 	Stdout   io.Writer
@@ -85,6 +93,16 @@ type MoveReport struct {
 	RefusedFailed int `json:"refused_failed"`
 	// Reconnects: gateway sessions re-established, summed over the readers.
 	Reconnects int64 `json:"reconnects"`
+	// From the nodes' /metrics at the end, summed: posts answered 503
+	// (NodePost503), writes the routers refused on a read_only record
+	// (RouterRefusals), and store writes run again after a serialization
+	// failure (SerializationRetries: the source's fence answers 40001,
+	// which the store tries 5 times; a post refused by the fence is the
+	// difference NodePost503 - RouterRefusals).
+	NodePost503          int64 `json:"node_post_503"`
+	RouterRefusals       int64 `json:"router_refusals"`
+	SerializationRetries int64 `json:"serialization_retries"`
+	FenceRefusals        int64 `json:"fence_refusals"`
 	// The databases after the run: the workspace's messages and events on
 	// each shard, and the catalogue's record.
 	SourceMessages int64  `json:"source_messages"`
@@ -308,7 +326,15 @@ func RunMove(ctx context.Context, cfg MoveConfig) (*MoveReport, error) {
 			return ctx.Err()
 		}
 		f := Fault{Kind: "move", Node: -1, Start: time.Now()}
-		out, err := cli(append([]string{"workspaces", "move", ws, "--to", moveTarget, "--json"}, cfg.MoveArgs...)...)
+		var stopped *chaosNode
+		if cfg.StopNode {
+			stopped = nodes[len(nodes)-1]
+			if err := stopped.signal(syscall.SIGSTOP); err != nil {
+				return err
+			}
+			r.logf("node %d stopped (SIGSTOP) for the move", stopped.idx)
+		}
+		out, err := r.runMove(ctx, cfg, control.direct, ws, stopped)
 		f.End = time.Now()
 		rep.MoveOutput = out
 		if err != nil {
@@ -373,6 +399,33 @@ func RunMove(ctx context.Context, cfg MoveConfig) (*MoveReport, error) {
 	}
 	r.mu.Unlock()
 	rep.Reconnects = rep.Chaos.Client.Reconnects
+	for _, n := range nodes {
+		b, err := os.ReadFile(filepath.Join(cfg.Out, fmt.Sprintf("metrics-%d.txt", n.idx)))
+		if err != nil {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("node %d's metrics: %v", n.idx, err))
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			var v float64
+			name, val, ok := strings.Cut(line, " ")
+			if !ok || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if _, err := fmt.Sscan(val, &v); err != nil {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(name, "parley_http_requests_total{") && strings.Contains(name, `code="503"`) &&
+				strings.Contains(name, `method="POST"`) && strings.Contains(name, "/messages"):
+				rep.NodePost503 += int64(v)
+			case name == "parley_shardstore_read_only_refusals_total":
+				rep.RouterRefusals += int64(v)
+			case name == `parley_store_write_retries_total{reason="serialization"}`:
+				rep.SerializationRetries += int64(v)
+			}
+		}
+	}
+	rep.FenceRefusals = max(0, rep.NodePost503-rep.RouterRefusals)
 	if err := rep.checkShards(ctx, control.direct, second.direct, ws, cli); err != nil {
 		return nil, err
 	}
@@ -438,4 +491,55 @@ func (rep *MoveReport) checkShards(ctx context.Context, source, target, ws strin
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%d refused posts never succeeded", rep.RefusedFailed))
 	}
 	return nil
+}
+
+// runMove runs `parley workspaces move --json` and returns its stdout (the
+// summary). Its progress (stderr) is read as it comes: when the move has
+// switched, a stopped node is continued (and in any case once the command
+// ends).
+func (r *chaosRun) runMove(ctx context.Context, cfg MoveConfig, control, ws string, stopped *chaosNode) (string, error) {
+	args := append(append([]string{}, cfg.Exec[1:]...), "workspaces", "move", ws, "--to", moveTarget, "--json",
+		"--db", control, "--data", filepath.Join(cfg.Out, "cli-data"))
+	cmd := exec.CommandContext(ctx, cfg.Exec[0], append(args, cfg.MoveArgs...)...)
+	cmd.Env = chaosEnv()
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	var progress strings.Builder
+	var once sync.Once
+	cont := func(why string) {
+		once.Do(func() {
+			if stopped == nil {
+				return
+			}
+			if err := stopped.signal(syscall.SIGCONT); err != nil {
+				r.logf("continue node %d: %v", stopped.idx, err)
+				return
+			}
+			r.logf("node %d continued (%s)", stopped.idx, why)
+		})
+	}
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			progress.WriteString(line + "\n")
+			if strings.Contains(line, "  switch ") {
+				cont("the move switched")
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	err := cmd.Run()
+	pw.Close()
+	<-scanned
+	cont("the move command ended")
+	_ = os.WriteFile(filepath.Join(cfg.Out, "move-progress.txt"), []byte(progress.String()), 0o644)
+	if err != nil {
+		return stdout.String(), fmt.Errorf("parley workspaces move: %w\n%s%s", err, stdout.String(), progress.String())
+	}
+	return stdout.String(), nil
 }

@@ -54,6 +54,8 @@ func newMoveLoadCmd() *cobra.Command {
 				k.Receipts, k.Live, k.Lost, k.Undelivered, k.Duplicated, k.OutOfOrder, k.Mismatched, rep.Reconnects)
 			fmt.Fprintf(cmd.OutOrStdout(), "move: catalogue %s on %s; source %d messages %d events; target %d messages %d events (logs %d events)\n",
 				rep.Status, rep.Shard, rep.SourceMessages, rep.SourceEvents, rep.TargetMessages, rep.TargetEvents, rep.LoggedEvents)
+			fmt.Fprintf(cmd.OutOrStdout(), "move: nodes answered %d posts 503: %d refused by a router on read_only, %d by the source's fence (%d serialization retries)\n",
+				rep.NodePost503, rep.RouterRefusals, rep.FenceRefusals, rep.SerializationRetries)
 			for _, p := range rep.Problems {
 				fmt.Fprintf(cmd.OutOrStdout(), "move: PROBLEM %s\n", p)
 			}
@@ -73,6 +75,7 @@ func newMoveLoadCmd() *cobra.Command {
 	fs.Float64Var(&c.Rate, "rate", 10, "posts per second")
 	fs.DurationVar(&c.Before, "before", 0, "load before the move starts (default 10s)")
 	fs.DurationVar(&c.After, "after", 0, "load after the move command returned (default 10s)")
+	fs.BoolVar(&c.StopNode, "stop-node", false, "SIGSTOP the last node just before the move and continue it the moment the move has switched: a node that never heard of the freeze handles its queued posts on its old record")
 	fs.StringSliceVar(&c.MoveArgs, "move-args", nil, "extra flags of parley workspaces move, comma-separated (e.g. --drain=200ms)")
 	fs.DurationVar(&c.Settle, "settle", 0, "longest wait after the load for every reader to reach the logs' heads (default 60s)")
 	fs.StringVar(&c.Out, "out", "out/move", "directory for move.json, chaos.json, chaos.html and the nodes' logs")

@@ -46,10 +46,12 @@ func runMove(ctx context.Context, w io.Writer, o *controlOptions, mo *moveOption
 		return fmt.Errorf("--drain must be between 0 and 1m")
 	}
 	start := time.Now()
+	pw := w
+	if o.json {
+		pw = os.Stderr // stdout is the summary's JSON; progress goes beside it
+	}
 	progress := func(p shardmove.Progress) {
-		if o.json {
-			return
-		}
+		w := pw
 		at := time.Since(start).Round(time.Millisecond)
 		switch p.Phase {
 		case "copy":

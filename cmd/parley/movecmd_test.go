@@ -93,7 +93,10 @@ func TestWorkspacesMoveCommand(t *testing.T) {
 // workspaces move` mid-load. Every acknowledged post must be in the log
 // once at its seq and handed to every reader of its channel once and in
 // order; posts refused in the read-only window must have been retried to
-// success; the workspace must be active on s2 with the source purged.
+// success; the workspace must be active on s2 with the source purged. One
+// node is SIGSTOPped for the move and continued at the switch, so that it
+// handles its queued posts on the record it had before the freeze: the
+// source's fence must refuse them (they would be lost otherwise).
 func TestMoveUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("move run: two nodes under load for half a minute; skipped with -short")
@@ -110,7 +113,7 @@ func TestMoveUnderLoad(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, "loadtest", "move", "--postgres", pg, "--nodes", "2",
 		"--users", "60", "--channels", "4", "--writers", "10", "--rate", "10", "--before", "8s", "--after", "5s",
-		"--settle", "30s", "--out", out)
+		"--settle", "30s", "--stop-node", "--out", out)
 	cmd.Env = cleanEnv()
 	b, err := cmd.CombinedOutput()
 	t.Logf("parley loadtest move:\n%s", b)
@@ -137,6 +140,7 @@ func TestMoveUnderLoad(t *testing.T) {
 		t.Fatalf("%d posts refused in a %.0f ms read-only window at 10/s (%d never acknowledged): the window was not exercised",
 			rep.PostsRefused, rep.ReadOnlyMS, rep.RefusedFailed)
 	}
+	t.Logf("503s %d: %d by the routers, %d by the source's fence", rep.NodePost503, rep.RouterRefusals, rep.FenceRefusals)
 	if c.Acked < 100 || c.Failed != 0 || c.Receipts < c.Acked {
 		t.Fatalf("too little load or failed posts: %+v", c)
 	}
