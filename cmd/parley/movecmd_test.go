@@ -113,7 +113,7 @@ func TestMoveUnderLoad(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, "loadtest", "move", "--postgres", pg, "--nodes", "2",
 		"--users", "60", "--channels", "4", "--writers", "10", "--rate", "10", "--before", "8s", "--after", "5s",
-		"--settle", "30s", "--stop-node", "--move-args", "--drain=1500ms", "--out", out)
+		"--settle", "30s", "--stop-node", "--move-args=--drain=1500ms", "--out", out)
 	cmd.Env = cleanEnv()
 	b, err := cmd.CombinedOutput()
 	t.Logf("parley loadtest move:\n%s", b)
