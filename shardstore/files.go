@@ -170,3 +170,16 @@ func (r *Router) DeleteWorkspaceFiles(ctx context.Context, workspaceID string) e
 func (r *Router) FileSigningKey(ctx context.Context) ([]byte, error) {
 	return guarded(ctx, r.def, storeguard.Read, func(ctx context.Context) ([]byte, error) { return r.def.s.FileSigningKey(ctx) })
 }
+
+var _ parley.Exporter = (*Router)(nil)
+
+// ExportWorkspace streams a workspace from its shard. It is not under the
+// shard's guard: an export of a big workspace runs for minutes by design,
+// which the breaker would count as slow calls.
+func (r *Router) ExportWorkspace(ctx context.Context, actor, workspaceID string, opts parley.ExportOptions, sink parley.ExportSink) error {
+	p, _, err := r.route(ctx, workspaceID)
+	if err != nil {
+		return err
+	}
+	return p.s.ExportWorkspace(ctx, actor, workspaceID, opts, sink)
+}

@@ -354,7 +354,9 @@ func (c *cluster) open(tb testing.TB, pub parley.EventPublisher) *cluster {
 	ctx := context.Background()
 	d := c.dir
 	live := parley.StaticConfig(parley.DefaultLiveConfig())
-	base := sqlstore.Config{Publisher: pub, LiveConfig: live}
+	// Small pools: the suite shares the PostgreSQL server (100
+	// connections) with every other package of make test.
+	base := sqlstore.Config{Publisher: pub, LiveConfig: live, ReadConns: 3, WriteConns: 6, WriteLanes: 4}
 	def, err := shardstore.OpenShard(ctx, base, c.dsns[0])
 	if err != nil {
 		tb.Fatalf("open default shard: %v", err)

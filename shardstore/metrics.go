@@ -16,6 +16,7 @@ type metrics struct {
 	opens            *prometheus.CounterVec // shard, result
 	userCopies       *prometheus.CounterVec // shard
 	userSyncFailures *prometheus.CounterVec // shard
+	userRepairs      *prometheus.CounterVec // shard
 	created          *prometheus.CounterVec // shard
 }
 
@@ -40,6 +41,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			[]string{"shard"})),
 		userSyncFailures: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_shardstore_user_sync_failures_total", Help: "Profile, status or deactivation changes not made on a shard holding the user's copy."},
+			[]string{"shard"})),
+		userRepairs: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_user_repairs_total", Help: "Stale user copies brought up to date from the control database after a failed change."},
 			[]string{"shard"})),
 		created: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_shardstore_workspaces_created_total", Help: "Workspaces created through the router, by the shard placed on."},

@@ -84,18 +84,20 @@ type Config struct {
 
 // Router is a parley.Store over every shard of the catalogue.
 type Router struct {
-	cfg      Config
-	log      *slog.Logger
-	m        *metrics
-	def      *pool
-	ids      *otter.Cache[string, string] // channel/message id -> workspace id (immutable)
-	placed   sync.Map                     // workspace id -> shard id, placed by this node (directory lag)
-	copies   sync.Map                     // shard id + "/" + user id -> struct{}: the copy exists
-	mu       sync.Mutex
-	pools    map[string]*pool // shard id -> pool; guarded by mu
-	opening  map[string]*opening
-	list     shardList
-	presence parley.PresenceSnapshot // given to every shard's store; guarded by mu
+	cfg       Config
+	log       *slog.Logger
+	m         *metrics
+	def       *pool
+	ids       *otter.Cache[string, string] // channel/message id -> workspace id (immutable)
+	placed    sync.Map                     // workspace id -> shard id, placed by this node (directory lag)
+	copies    sync.Map                     // shard id + "/" + user id -> struct{}: the copy exists
+	repairing sync.Map                     // shard id + "/" + user id -> struct{}: a repair is running
+	done      chan struct{}                // closed by Close: repairs stop
+	mu        sync.Mutex
+	pools     map[string]*pool // shard id -> pool; guarded by mu
+	opening   map[string]*opening
+	list      shardList
+	presence  parley.PresenceSnapshot // given to every shard's store; guarded by mu
 }
 
 var _ parley.Store = (*Router)(nil)
@@ -133,7 +135,7 @@ func New(cfg Config) (*Router, error) {
 	if cfg.ScatterTimeout <= 0 {
 		cfg.ScatterTimeout = 2 * time.Second
 	}
-	r := &Router{cfg: cfg, log: cfg.Logger, pools: map[string]*pool{}, opening: map[string]*opening{}}
+	r := &Router{cfg: cfg, log: cfg.Logger, pools: map[string]*pool{}, opening: map[string]*opening{}, done: make(chan struct{})}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -341,6 +343,11 @@ func (r *Router) SetPresence(p parley.PresenceSnapshot) {
 func (r *Router) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	select {
+	case <-r.done:
+	default:
+		close(r.done)
+	}
 	var errs []error
 	for id, p := range r.pools {
 		if p.own {

@@ -440,3 +440,126 @@ func counterValue(t *testing.T, reg interface {
 	}
 	return total
 }
+
+// TestMovingWritesToSource: while a workspace is moving its writes go to
+// the source shard (the target gets nothing from the router), reads too;
+// once the move completes the router follows the directory to the target.
+func TestMovingWritesToSource(t *testing.T) {
+	c, owner, w1, _ := twoShards(t)
+	ch := storetest.MustChannel(t, c.r, w1, owner, "moving", parley.KindPublic)
+	src := c.shardOf(t, w1.ID)
+	dst := c.shards[(indexOf(c.shards, src)+1)%len(c.shards)]
+	rec, err := c.dir.cat.BeginMove(bg(), w1.ID, dst)
+	storetest.NoErr(t, err)
+	waitFor(t, 10*time.Second, "the client to hear moving", func() bool {
+		got, err := c.dir.client.Lookup(bg(), w1.ID)
+		return err == nil && got.Version >= rec.Version && got.Status == tenantdir.StatusMoving
+	})
+	storetest.MustPost(t, c.r, owner, ch, "during the copy")
+	if n := messagesIn(t, c.dsns[indexOf(c.shards, src)], ch.ID); n != 1 {
+		t.Fatalf("source shard has %d messages of the channel, want 1", n)
+	}
+	if n := messagesIn(t, c.dsns[indexOf(c.shards, dst)], ch.ID); n != 0 {
+		t.Fatalf("target shard has %d messages of the channel, want 0", n)
+	}
+	page, err := c.r.ListMessages(bg(), owner.ID, ch.ID, parley.HistoryQuery{Limit: 10})
+	storetest.NoErr(t, err)
+	if len(page.Messages) != 1 {
+		t.Fatalf("history while moving = %+v", page)
+	}
+	// Completed (with no mover to copy the rows, the target has none of
+	// the workspace): the router now asks the target, which has not got it.
+	rec, err = c.dir.cat.Freeze(bg(), w1.ID)
+	storetest.NoErr(t, err)
+	rec, err = c.dir.cat.CompleteMove(bg(), w1.ID)
+	storetest.NoErr(t, err)
+	waitFor(t, 10*time.Second, "the client to hear the switch", func() bool {
+		got, err := c.dir.client.Lookup(bg(), w1.ID)
+		return err == nil && got.Version >= rec.Version && got.ShardID == dst
+	})
+	_, err = c.r.ListMessages(bg(), owner.ID, ch.ID, parley.HistoryQuery{Limit: 10})
+	storetest.Code(t, err, parley.ENOTFOUND)
+}
+
+// messagesIn counts a channel's messages in one shard's database.
+func messagesIn(t *testing.T, dsn, channelID string) int {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(bg(), `SELECT COUNT(*) FROM messages WHERE channel_id = $1`, channelID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// exportSink keeps what an export streams.
+type exportSink struct {
+	ws       *parley.Workspace
+	channels []string
+	messages []string
+}
+
+func (s *exportSink) Workspace(ws *parley.Workspace) error { s.ws = ws; return nil }
+func (s *exportSink) Users([]parley.ExportUser) error      { return nil }
+func (s *exportSink) Channel(ch *parley.ExportChannel) error {
+	s.channels = append(s.channels, ch.Name)
+	return nil
+}
+func (s *exportSink) Message(m *parley.ExportMessage) error {
+	s.messages = append(s.messages, m.Text)
+	return nil
+}
+
+// TestExportFromItsShard: a workspace off the default shard is exported
+// from its own shard; a stranger may not export it.
+func TestExportFromItsShard(t *testing.T) {
+	c, owner, w1, w2 := twoShards(t)
+	w := w1
+	if c.shardOf(t, w1.ID) == c.shards[0] {
+		w = w2
+	}
+	ch := storetest.MustChannel(t, c.r, w, owner, "exported", parley.KindPublic)
+	storetest.MustPost(t, c.r, owner, ch, "carried out")
+	sink := &exportSink{}
+	storetest.NoErr(t, c.r.ExportWorkspace(bg(), owner.ID, w.ID, parley.ExportOptions{}, sink))
+	if sink.ws == nil || sink.ws.ID != w.ID || len(sink.messages) != 1 || sink.messages[0] != "carried out" {
+		t.Fatalf("export = %+v", sink)
+	}
+	stranger := storetest.MustUser(t, c.r, "stranger")
+	err := c.r.ExportWorkspace(bg(), stranger.ID, w.ID, parley.ExportOptions{}, &exportSink{})
+	if code := parley.ErrorCode(err); code != parley.ENOTFOUND && code != parley.EFORBIDDEN {
+		t.Fatalf("a stranger's export: %v", err)
+	}
+}
+
+// TestStaleCopyRepaired: a profile change that could not reach a shard
+// (its database down) reaches it once it is back, from the control
+// database's row; the call itself succeeded.
+func TestStaleCopyRepaired(t *testing.T) {
+	c, owner, w1, w2 := twoShards(t)
+	other := w2
+	if c.shardOf(t, w2.ID) == c.shards[0] {
+		other = w1
+	}
+	dsn := c.dsns[indexOf(c.shards, c.shardOf(t, other.ID))]
+	setConnections(t, dsn, false)
+	t.Cleanup(func() { setConnections(t, dsn, true) })
+	name := "Renamed While Down"
+	u, err := c.r.UpdateMe(bg(), owner.ID, parley.UserPatch{Name: &name})
+	storetest.NoErr(t, err)
+	if u.Name != name {
+		t.Fatalf("update = %+v", u)
+	}
+	if counterValue(t, c.reg, "parley_shardstore_user_sync_failures_total") == 0 {
+		t.Fatal("the failed change was not counted")
+	}
+	setConnections(t, dsn, true)
+	waitFor(t, 60*time.Second, "the copy on the shard that was down to be repaired", func() bool {
+		got, err := c.r.WorkspaceUsers(bg(), other.ID, []string{owner.ID})
+		return err == nil && len(got) == 1 && got[0].Name == name
+	})
+}

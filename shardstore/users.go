@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"parley"
 	"parley/storeguard"
@@ -87,7 +88,78 @@ func (r *Router) others(ctx context.Context, op string, fn func(context.Context,
 	}
 	for _, id := range failed {
 		r.m.userSyncFailures.WithLabelValues(id).Inc()
+		r.repairLater(id, userOf(ctx))
 	}
+}
+
+// userKey carries the user a change made everywhere is about, for
+// repairLater.
+type userKey struct{}
+
+func withUser(ctx context.Context, userID string) context.Context {
+	return context.WithValue(ctx, userKey{}, userID)
+}
+
+func userOf(ctx context.Context) string {
+	id, _ := ctx.Value(userKey{}).(string)
+	return id
+}
+
+// repairLater brings a shard's copy of a user's row up to date from the
+// control database after a change could not be made there: retried with
+// backoff (1 s doubling, for about ten minutes) until the shard answers.
+// Only an existing copy is updated. The workspaces of that shard do not
+// get the change's event, only the right row.
+func (r *Router) repairLater(shardID, userID string) {
+	if userID == "" {
+		return
+	}
+	key := shardID + "/" + userID
+	if _, busy := r.repairing.LoadOrStore(key, struct{}{}); busy {
+		return
+	}
+	go func() {
+		defer r.repairing.Delete(key)
+		defer func() {
+			if v := recover(); v != nil {
+				r.log.Error("user copy repair panicked", "shard", shardID, "user", userID, "panic", v)
+			}
+		}()
+		for delay := time.Second; delay <= 5*time.Minute; delay *= 2 {
+			select {
+			case <-time.After(delay):
+			case <-r.done:
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := r.repair(ctx, shardID, userID)
+			cancel()
+			if err == nil {
+				r.m.userRepairs.WithLabelValues(shardID).Inc()
+				return
+			}
+			r.log.Debug("user copy not repaired yet", "shard", shardID, "user", userID, "err", err)
+		}
+		r.log.Warn("user copy left stale", "shard", shardID, "user", userID)
+	}()
+}
+
+func (r *Router) repair(ctx context.Context, shardID, userID string) error {
+	p, err := r.poolByID(ctx, shardID)
+	if err != nil {
+		return err
+	}
+	return p.g.Run(ctx, storeguard.Write, func(ctx context.Context) error {
+		has, err := p.s.HasUser(ctx, userID)
+		if err != nil || !has {
+			return err
+		}
+		u, err := r.def.s.ReadUserCopy(ctx, userID)
+		if err != nil {
+			return err
+		}
+		return p.s.PutUserCopy(ctx, u)
+	})
 }
 
 func (r *Router) CreateUser(ctx context.Context, u parley.NewUser) (*parley.User, error) {
@@ -115,13 +187,13 @@ func (r *Router) GetMe(ctx context.Context, actor string) (*parley.User, error) 
 }
 
 func (r *Router) UpdateMe(ctx context.Context, actor string, p parley.UserPatch) (*parley.User, error) {
-	return r.everywhere(ctx, "update me", func(ctx context.Context, s *pool) (*parley.User, error) {
+	return r.everywhere(withUser(ctx, actor), "update me", func(ctx context.Context, s *pool) (*parley.User, error) {
 		return s.g.UpdateMe(ctx, actor, p)
 	})
 }
 
 func (r *Router) SetStatus(ctx context.Context, actor string, st parley.Status) (*parley.User, error) {
-	return r.everywhere(ctx, "set status", func(ctx context.Context, s *pool) (*parley.User, error) {
+	return r.everywhere(withUser(ctx, actor), "set status", func(ctx context.Context, s *pool) (*parley.User, error) {
 		return s.g.SetStatus(ctx, actor, st)
 	})
 }
@@ -220,7 +292,9 @@ func (r *Router) setDeactivated(ctx context.Context, actor, workspaceID, userID 
 	if err != nil {
 		return nil, err
 	}
-	r.syncDeactivated(ctx, p, userID, deactivated)
+	if err := r.syncDeactivated(ctx, p, userID, deactivated); err != nil {
+		return nil, err
+	}
 	return u, nil
 }
 
@@ -271,7 +345,7 @@ func outranks(mine, theirs parley.Role) bool {
 // syncDeactivated makes a deactivation, done on done's shard, on every
 // other shard, the control database first: its sessions are the ones that
 // matter.
-func (r *Router) syncDeactivated(ctx context.Context, done *pool, userID string, deactivated bool) {
+func (r *Router) syncDeactivated(ctx context.Context, done *pool, userID string, deactivated bool) error {
 	sync := func(ctx context.Context, p *pool) error {
 		if p == done {
 			return nil
@@ -282,10 +356,15 @@ func (r *Router) syncDeactivated(ctx context.Context, done *pool, userID string,
 		})
 	}
 	if err := sync(ctx, r.def); err != nil {
+		// The sessions live there: the caller must hear it failed (made
+		// again, the workspace's shard has nothing left to do and this
+		// step runs again).
 		r.m.userSyncFailures.WithLabelValues(r.def.id).Inc()
 		r.log.Error("deactivation not made in the control database", "user", userID, "err", err)
+		return fmt.Errorf("deactivation in the control database: %w", err)
 	}
-	r.others(ctx, "sync deactivated", sync)
+	r.others(withUser(ctx, userID), "sync deactivated", sync)
+	return nil
 }
 
 // OperatorSetDeactivated refuses to deactivate the owner of a workspace on
@@ -310,6 +389,8 @@ func (r *Router) OperatorSetDeactivated(ctx context.Context, userID string, deac
 	if err != nil {
 		return nil, err
 	}
-	r.syncDeactivated(ctx, r.def, userID, deactivated)
+	if err := r.syncDeactivated(ctx, r.def, userID, deactivated); err != nil {
+		return nil, err
+	}
 	return u, nil
 }

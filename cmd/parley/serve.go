@@ -191,6 +191,15 @@ func serve(ctx context.Context, o serveOptions, stdout io.Writer, log *slog.Logg
 	return runErr
 }
 
+// exporter streams workspace exports: from each workspace's shard when
+// store routing is on.
+func (n *node) exporter() parley.Exporter {
+	if n.router != nil {
+		return n.router
+	}
+	return n.store
+}
+
 // Run opens the node's parts in order (the bus, the store, the live
 // configuration, the demo, the query cache, the listeners, the membership,
 // the affinity ring, presence and the gateway) and starts serving. It
@@ -323,7 +332,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 	}
 
 	panics := promutil.Panics(n.reg)
-	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.chat), Exporter: n.store, Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
+	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.chat), Exporter: n.exporter(), Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config,
 		LiveNodes:        func() int { return len(n.members.Live()) },
 		Integrations:     n.store,
