@@ -85,6 +85,9 @@ type MoveReport struct {
 	Move       *shardmove.Summary `json:"move"`
 	ReadOnlyMS float64            `json:"read_only_ms"`
 	MoveOutput string             `json:"move_output"`
+	// MoveAttempts: runs of the move command (more than one only after a
+	// clean abort for want of database connections, SQLSTATE 53300).
+	MoveAttempts int `json:"move_attempts"`
 	// Refusals: 503 answers to posts; PostsRefused: posts that got at
 	// least one (each retried with its client_msg_id); RefusedFailed: of
 	// those, posts that never succeeded.
@@ -335,6 +338,17 @@ func RunMove(ctx context.Context, cfg MoveConfig) (*MoveReport, error) {
 			r.logf("node %d stopped (SIGSTOP) for the move", stopped.idx)
 		}
 		out, err := r.runMove(ctx, cfg, control.direct, ws, stopped)
+		// A PostgreSQL server shared with other work may run out of
+		// connection slots (53300): the move aborts cleanly (the
+		// workspace stays active on its source) and, as an operator
+		// would, the run starts it again.
+		for rep.MoveAttempts = 1; err != nil && strings.Contains(err.Error(), "SQLSTATE 53300") && rep.MoveAttempts < 4; rep.MoveAttempts++ {
+			r.logf("the move aborted for want of database connections (53300); running it again")
+			if !sleepCtx(ctx, 2*time.Second) {
+				return ctx.Err()
+			}
+			out, err = r.runMove(ctx, cfg, control.direct, ws, nil)
+		}
 		f.End = time.Now()
 		rep.MoveOutput = out
 		if err != nil {
