@@ -4,7 +4,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X parley.Version=$(VERSION)
 
-.PHONY: run build test test-go s3-server mailpit bench-files test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike bench-breaker loadtest loadtest-audience chaos soak storm lint fuzz fuzz-short
+.PHONY: run build test test-go s3-server mailpit bench-files test-web e2e web bench bench-gateway bench-peer bench-capacity bench-fetchspike bench-breaker loadtest loadtest-audience chaos soak storm move lint fuzz fuzz-short
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -188,6 +188,16 @@ PG ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 chaos: build
 	bin/parley chaos --postgres '$(PG)' --nodes 3 --users 60 --channels 8 --writers 15 --rate 30 \
 		--duration 20m --seed $(or $(CHAOS_SEED),0) --out out/chaos
+
+## move: issue 17 item 5's evidence (docs/directory.md "Moving a workspace"):
+## 2 store-routed nodes on a control database (shard local) and a second
+## shard on PostgreSQL (PG, as for chaos), 500 gateway sessions, 50 posts/s
+## through the HTTP API, the workspace moved by `parley workspaces move`
+## after 20 s, 20 s more load, then the histories and both shards checked.
+## Report in out/move (move.json, chaos.html). Not part of `make test`.
+move: build
+	bin/parley loadtest move --postgres '$(PG)' --nodes 2 --users 500 --channels 8 --writers 50 --rate 50 \
+		--before 20s --after 20s --out out/move
 
 ## storm: issue 15's whole-fleet reconnect storm (docs/reliability.md):
 ## 3 nodes on a fresh PostgreSQL database (PG, as for chaos), 5,000

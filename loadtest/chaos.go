@@ -180,6 +180,9 @@ type write struct {
 	Acked   time.Time `json:"acked,omitzero"` // zero: the request failed
 	Seq     int64     `json:"seq,omitempty"`
 	Err     string    `json:"error,omitempty"`
+	// Refused counts the attempts answered 503 before the last (a move's
+	// read-only window: retried with the same client_msg_id).
+	Refused int `json:"refused,omitempty"`
 }
 
 // receipt is one message.created a reader was handed.
@@ -248,6 +251,10 @@ type chaosRun struct {
 	states []stateEvent // guarded by mu
 
 	cmidSeq atomic.Int64
+
+	// writerClient, when set, makes the writers' API clients (a move run:
+	// more retries, and a transport that counts refusals).
+	writerClient func(home int, token string) *client.Client
 }
 
 // stateEvent is a session change of a reader, for the timeline.
@@ -559,7 +566,11 @@ func (r *chaosRun) writeLoad(ctx context.Context) {
 	ws := make([]*writer, cfg.Writers)
 	for i := range ws {
 		u := r.seed.Users[i]
-		w := &writer{u: u, c: r.apiClient(i%len(r.nodes), u.Token)}
+		mk := r.apiClient
+		if r.writerClient != nil {
+			mk = r.writerClient
+		}
+		w := &writer{u: u, c: mk(i%len(r.nodes), u.Token)}
 		for _, ch := range u.Channels {
 			if ch != r.general {
 				w.others = append(w.others, ch)
@@ -595,9 +606,11 @@ func (r *chaosRun) writeLoad(ctx context.Context) {
 func (r *chaosRun) post(c *client.Client, writer, ch string) {
 	cmid := fmt.Sprintf("chaos-%d", r.cmidSeq.Add(1))
 	w := write{Writer: writer, Channel: ch, CMID: cmid, Sent: time.Now()}
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	var refused atomic.Int32
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), refusedKey{}, &refused), 45*time.Second)
 	defer cancel()
 	m, err := c.PostMessage(ctx, ch, parley.NewMessage{Text: messageText(w.Sent, 64), ClientMsgID: cmid})
+	w.Refused = int(refused.Load())
 	if err != nil {
 		w.Err = err.Error()
 	} else {

@@ -92,7 +92,7 @@ func TestDirectoryCommands(t *testing.T) {
 		}
 	}
 	must("shards", "add", "eu3", "--region", "eu")
-	must("workspaces", "move", "acme", "--to", "eu3")
+	must("workspaces", "move", "acme", "--to", "eu3", "--step", "all")
 	waitUntil(t, 10*time.Second, "the node's client to hear of the move", func() bool {
 		_, m := lookup()
 		return m["shard_id"] == "eu3" && m["status"] == "active"

@@ -110,6 +110,6 @@ func newLoadtestCmd() *cobra.Command {
 		},
 	}
 	o.register(cmd.Flags())
-	cmd.AddCommand(newSoakCmd(), newFleetStormCmd())
+	cmd.AddCommand(newSoakCmd(), newFleetStormCmd(), newMoveLoadCmd())
 	return cmd
 }

@@ -144,17 +144,28 @@ func newWorkspacesCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 	placeCmd.Flags().StringArrayVar(&features, "feature", nil, "a feature override, KEY=true|false (repeatable)")
 
 	var to, step string
+	var mo moveOptions
 	moveCmd := &cobra.Command{
-		Use:   "move ID --to SHARD [--step all|begin|freeze|complete|abort]",
-		Short: "Move a workspace to another shard of its region: a catalogue update through moving and read_only to active",
-		Long: "Walk a workspace through the move's statuses in the catalogue: begin (active -> moving, to --to),\n" +
-			"freeze (-> read_only), complete (-> active on the target) or abort (-> active on the source).\n" +
-			"--step all (the default) runs begin, freeze and complete. This does not copy the workspace's\n" +
-			"data: the online move (issue 17 item 5) will drive these steps around its copy.",
+		Use:   "move ID --to SHARD [--step move|all|begin|freeze|complete|abort]",
+		Short: "Move a workspace, data and all, to another PostgreSQL shard of its region, online",
+		Long: "Move a workspace to another shard of its region (docs/directory.md, \"Moving a workspace\"): copy it from a\n" +
+			"snapshot of its shard while it keeps serving, catch up from the per-channel event log, make it read-only\n" +
+			"for a moment, catch up a last time, check both shards agree, switch the catalogue to the target, and\n" +
+			"delete it from the source. Any failure before the switch leaves it active on its source. Run it again after\n" +
+			"an interruption: it resumes safely. Both shards need DSNs.\n\n" +
+			"--step walks the catalogue only, without touching data: begin (active -> moving, to --to), freeze\n" +
+			"(-> read_only), complete (-> active on the target), abort (-> active on the source), or all (begin, freeze\n" +
+			"and complete) for shards that hold no data yet.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ws := args[0]
 			return withCatalogue(cmd, &o, lookupEnv, func(ctx context.Context, c *tenantdir.Catalogue) error {
+				if step == "move" {
+					if to == "" {
+						return fmt.Errorf("--to is required")
+					}
+					return runMove(ctx, cmd.OutOrStdout(), &o, &mo, c, ws, to)
+				}
 				var steps []func() (tenantdir.Record, error)
 				begin := func() (tenantdir.Record, error) { return c.BeginMove(ctx, ws, to) }
 				freeze := func() (tenantdir.Record, error) { return c.Freeze(ctx, ws) }
@@ -171,7 +182,7 @@ func newWorkspacesCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 				case "abort":
 					steps = append(steps, func() (tenantdir.Record, error) { return c.AbortMove(ctx, ws) })
 				default:
-					return fmt.Errorf("--step must be all, begin, freeze, complete or abort, not %q", step)
+					return fmt.Errorf("--step must be move, all, begin, freeze, complete or abort, not %q", step)
 				}
 				if (step == "all" || step == "begin") && to == "" {
 					return fmt.Errorf("--to is required to begin a move")
@@ -188,7 +199,8 @@ func newWorkspacesCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 		},
 	}
 	moveCmd.Flags().StringVar(&to, "to", "", "the target shard")
-	moveCmd.Flags().StringVar(&step, "step", "all", "all, begin, freeze, complete or abort")
+	moveCmd.Flags().StringVar(&step, "step", "move", "move (the whole online move), or a catalogue step only: all, begin, freeze, complete, abort")
+	mo.register(moveCmd.Flags())
 
 	showCmd := &cobra.Command{
 		Use:   "show ID",
