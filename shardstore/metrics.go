@@ -50,3 +50,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			[]string{"shard"})),
 	}
 }
+
+// RegisterMetrics registers the router's series on reg without a router,
+// so that every node exposes them (at 0 while store routing is off), as
+// dashboards and alerts expect one set of series on every node.
+func RegisterMetrics(reg prometheus.Registerer) { newMetrics(reg) }

@@ -21,6 +21,9 @@ import (
 // startRouting makes n.chat the router when routing is on.
 func (n *node) startRouting(ctx context.Context, base sqlstore.Config) error {
 	o, log := n.opts, n.log.With("component", "shardstore")
+	// The router's series exist on every node, 0 while routing is off
+	// (New registers the same collectors again when it is on).
+	shardstore.RegisterMetrics(n.reg)
 	if o.StoreRouting == "off" {
 		return nil
 	}
