@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -59,9 +58,11 @@ func (d *dbStartup) do(ctx context.Context, step string, fn func(ctx context.Con
 	var lost error // the last attempt's error: what the give-up says
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
-		if err != nil && ctx.Err() != nil && lost != nil {
+		ended := ctx.Err() != nil || d.over()
+		if err != nil && ended && lost != nil {
 			// Cut short by the end of the wait: the attempt before says
-			// more ("connection refused") than "deadline exceeded".
+			// more ("connection refused") than "deadline exceeded" or a
+			// dial's "i/o timeout".
 			err = lost
 		}
 		switch {
@@ -71,8 +72,8 @@ func (d *dbStartup) do(ctx context.Context, step string, fn func(ctx context.Con
 					"waited", time.Since(start).Round(time.Millisecond).String())
 			}
 			return nil
-		case ctx.Err() != nil:
-			return d.gaveUp(ctx, err, attempt)
+		case ended:
+			return d.gaveUp(err, attempt)
 		case !storeguard.Lost(err):
 			return err
 		}
@@ -85,16 +86,21 @@ func (d *dbStartup) do(ctx context.Context, step string, fn func(ctx context.Con
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return d.gaveUp(ctx, err, attempt)
+			return d.gaveUp(err, attempt)
 		}
 		backoff = min(2*backoff, dbRetryMax)
 	}
 }
 
+// over reports whether the wait has run out. It reads the clock rather
+// than the step's context, whose timer may fire a moment after a dial cut
+// short by the same deadline returned.
+func (d *dbStartup) over() bool { return !time.Now().Before(d.deadline) }
+
 // gaveUp is the error of a step whose context ended: the wait ran out (it
 // says so), or the node was told to stop (the step's own error).
-func (d *dbStartup) gaveUp(ctx context.Context, err error, attempts int) error {
-	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+func (d *dbStartup) gaveUp(err error, attempts int) error {
+	if d.over() {
 		return fmt.Errorf("%w (the database did not answer within --db-wait; %d attempts)", err, attempts)
 	}
 	return err
