@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -185,7 +186,7 @@ func (n *chaosNode) waitReady(ctx context.Context, timeout time.Duration) error 
 		if exited != nil {
 			select {
 			case <-exited:
-				return fmt.Errorf("node %d exited while starting (see %s)", n.idx, n.logPath)
+				return fmt.Errorf("node %d exited while starting (see %s): %s", n.idx, n.logPath, lastLogLine(n.logPath))
 			default:
 			}
 		}
@@ -202,6 +203,32 @@ func (n *chaosNode) waitReady(ctx context.Context, timeout time.Duration) error 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// lastLogLine is the last line of a node's log: what a failed start said
+// (its "parley: …" error line), for a failure message that outlives the
+// log (a test's temporary directory).
+func lastLogLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	defer f.Close()
+	const tail = 4 << 10
+	var b []byte
+	if fi, err := f.Stat(); err == nil && fi.Size() > tail {
+		b = make([]byte, tail)
+		n, _ := f.ReadAt(b, fi.Size()-tail)
+		b = b[:n]
+	} else {
+		b, _ = io.ReadAll(f)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	last := lines[len(lines)-1]
+	if len(last) > 1000 {
+		last = last[:1000] + "…"
+	}
+	return last
 }
 
 // running reports whether the process is up and not stopped.

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +84,25 @@ func TestChaosCheck(t *testing.T) {
 		if rep.Pass || !tc.check(c) || c.Lost+c.Undelivered+c.Duplicated+c.OutOfOrder+c.Mismatched != 1 {
 			t.Errorf("%s: pass %v, %+v", tc.name, rep.Pass, rep.Counts)
 		}
+	}
+}
+
+// A node process that exits while starting fails waitReady with its last
+// log line (the start's "parley: …" error), which a test's output keeps
+// after the log's temporary directory is gone.
+func TestChaosNodeExitSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	n := &chaosNode{idx: 4, logPath: dir + "/node-4.log", admin: "http://127.0.0.1:1",
+		exec: []string{"sh", "-c", `echo '{"msg":"opening store"}'; echo 'parley: open store: too many clients already (SQLSTATE 53300)' >&2; exit 1`}}
+	if err := n.start(); err != nil {
+		t.Fatal(err)
+	}
+	err := n.waitReady(t.Context(), 30*time.Second)
+	want := "node 4 exited while starting (see " + n.logPath + "): parley: open store: too many clients already (SQLSTATE 53300)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("waitReady: %v\nwant %s", err, want)
+	}
+	if got := lastLogLine(dir + "/absent.log"); !strings.HasPrefix(got, "(no log: ") {
+		t.Fatalf("lastLogLine of a missing log: %q", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -21,10 +22,13 @@ import (
 // serveOptions are the settings of `parley serve`, from flags and their
 // PARLEY_* environment twins.
 type serveOptions struct {
-	Listen    string // API listener, host:port
-	Admin     string // admin listener; "" or "off" disables it
-	DataDir   string // SQLite's directory (parley.db inside)
-	DB        string // postgres:// URL; selects PostgreSQL
+	Listen  string // API listener, host:port
+	Admin   string // admin listener; "" or "off" disables it
+	DataDir string // SQLite's directory (parley.db inside)
+	DB      string // postgres:// URL; selects PostgreSQL
+	// DBWait is how long a starting node waits for PostgreSQL to answer
+	// (dbwait.go); 0: the first failure ends the start.
+	DBWait    time.Duration
 	NATS      string // external NATS URL; empty runs an embedded one
 	Demo      bool   // seed a demo workspace
 	LogLevel  string
@@ -58,6 +62,7 @@ func (o *serveOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Admin, "admin", "127.0.0.1:9091", `address of the admin listener: /metrics, /debug/pprof/, /healthz, /readyz ("off" disables)`)
 	fs.StringVar(&o.DataDir, "data", "./data", "data directory; the SQLite database is <data>/parley.db")
 	fs.StringVar(&o.DB, "db", "", "PostgreSQL URL (postgres://…); when set, PostgreSQL is used instead of SQLite")
+	fs.DurationVar(&o.DBWait, "db-wait", time.Minute, "how long a starting node waits for PostgreSQL while connections to it fail, are ended or stall (a restart, a failover), trying again with backoff; 0: exit at the first failure")
 	fs.StringVar(&o.NATS, "nats", "", "URL of an external NATS server or cluster; empty runs an embedded in-process NATS")
 	fs.BoolVar(&o.Demo, "demo", false, "seed a demo workspace with users, channels and messages (once; idempotent)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -117,6 +122,9 @@ func (o *serveOptions) validate() error {
 		}
 		if u.Scheme != "postgres" && u.Scheme != "postgresql" {
 			return errors.New("--db must be a postgres:// URL")
+		}
+		if o.DBWait < 0 {
+			return errors.New("--db-wait must not be negative")
 		}
 	} else if o.DataDir == "" {
 		return errors.New("--data is required when --db is not set")

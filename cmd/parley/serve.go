@@ -241,7 +241,13 @@ func (n *node) Run(ctx context.Context) (err error) {
 		scfg.Path = o.sqlitePath()
 		log.Info("opening store", "dialect", "sqlite", "path", scfg.Path)
 	}
-	if n.store, err = sqlstore.Open(ctx, scfg); err != nil {
+	// The database steps wait for a database that is briefly unavailable
+	// (dbwait.go), all of them against one --db-wait.
+	db := newDBStartup(o, log)
+	if err := db.do(ctx, "open store", func(ctx context.Context) (err error) {
+		n.store, err = sqlstore.Open(ctx, scfg)
+		return err
+	}); err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
 
@@ -249,7 +255,9 @@ func (n *node) Run(ctx context.Context) (err error) {
 		return err // it says "tenant directory: …"
 	}
 
-	if err := n.config.Start(ctx, n.store, n.bus); err != nil {
+	if err := db.do(ctx, "live config", func(ctx context.Context) error {
+		return n.config.Start(ctx, n.store, n.bus)
+	}); err != nil {
 		return err // it says "live config: …"
 	}
 	n.guarded = storeguard.New(storeguard.Config{Store: n.store, Live: n.config,

@@ -79,8 +79,12 @@ func startFailures(t *testing.T) []startFailure {
 			want: []string{"listen on " + taken + ": address already in use", "--admin", "PARLEY_ADMIN"}},
 		{name: "ListenNotAnAddress", args: []string{"--listen", "nonsense"},
 			want: []string{"listen on nonsense", "missing port", "--listen"}},
-		{name: "DBUnreachable", args: []string{"--db", "postgres://postgres:hunter2@" + closed + "/parley"},
-			want: []string{"open store", "connection refused"}, not: []string{"hunter2"}},
+		{name: "DBUnreachable", args: []string{"--db", "postgres://postgres:hunter2@" + closed + "/parley", "--db-wait", "1s"},
+			want: []string{"open store", "connection refused", "did not answer within --db-wait"}, not: []string{"hunter2"}},
+		{name: "DBUnreachableNoWait", args: []string{"--db", "postgres://postgres@" + closed + "/parley", "--db-wait", "0"},
+			want: []string{"open store", "connection refused"}},
+		{name: "DBWaitNegative", args: []string{"--db", "postgres://postgres@" + closed + "/parley", "--db-wait", "-1s"},
+			want: []string{"--db-wait must not be negative"}},
 		{name: "DBBadURL", args: []string{"--db", "postgres://postgres:hunter2@127.0.0.1:notaport/parley"},
 			want: []string{"--db is not a valid URL", "invalid port"}, not: []string{"hunter2"}},
 		{name: "DBNotPostgres", args: []string{"--db", "mysql://root@127.0.0.1/parley"},
@@ -162,7 +166,7 @@ func TestServeStartFailureReleasesListeners(t *testing.T) {
 	}{
 		{"AdminPortTaken", []string{"--admin", taken}, "PARLEY_ADMIN"},
 		{"DataIsAFile", []string{"--data", filepath.Join(t.TempDir(), "f", "x")}, "open store"},
-		{"DBUnreachable", []string{"--db", "postgres://postgres@" + closedPort(t) + "/x"}, "open store"},
+		{"DBUnreachable", []string{"--db", "postgres://postgres@" + closedPort(t) + "/x", "--db-wait", "500ms"}, "open store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "DataIsAFile" {
