@@ -268,6 +268,21 @@ const MaxSyncEvents = 500
 // MaxSyncChannels bounds the channels of one /sync call.
 const MaxSyncChannels = 500
 
+// ValidateSync checks a /sync request's shape (at most MaxSyncChannels
+// channels, no negative seq): the one check every EventService makes
+// before reading anything.
+func ValidateSync(channels map[string]int64) error {
+	if len(channels) > MaxSyncChannels {
+		return Errorf(EINVALID, "at most %d channels per sync", MaxSyncChannels)
+	}
+	for _, seq := range channels {
+		if seq < 0 {
+			return Errorf(EINVALID, "seqs must not be negative")
+		}
+	}
+	return nil
+}
+
 // EventService reads channel event logs for catch-up.
 type EventService interface {
 	ListEvents(ctx context.Context, actor, channelID string, afterSeq int64, limit int) (*EventPage, error)

@@ -375,13 +375,8 @@ func (r *Router) ListEvents(ctx context.Context, actor, channelID string, afterS
 // merges. A channel no shard has is not_found; the channels of a shard
 // that does not answer are unavailable, the others are answered.
 func (r *Router) Sync(ctx context.Context, actor string, channels map[string]int64) (map[string]parley.SyncResult, error) {
-	if len(channels) > parley.MaxSyncChannels {
-		return nil, parley.Errorf(parley.EINVALID, "at most %d channels per sync", parley.MaxSyncChannels)
-	}
-	for _, seq := range channels {
-		if seq < 0 {
-			return nil, parley.Errorf(parley.EINVALID, "seqs must not be negative")
-		}
+	if err := parley.ValidateSync(channels); err != nil {
+		return nil, err
 	}
 	out := make(map[string]parley.SyncResult, len(channels))
 	byShard := map[*pool]map[string]int64{}

@@ -61,13 +61,8 @@ const syncChunk = 64
 // each bounded by the last seq seen at lookup so that no answer grows past
 // MaxSyncEvents.
 func (s *Store) Sync(ctx context.Context, actor string, channels map[string]int64) (map[string]parley.SyncResult, error) {
-	if len(channels) > parley.MaxSyncChannels {
-		return nil, parley.Errorf(parley.EINVALID, "at most %d channels per sync", parley.MaxSyncChannels)
-	}
-	for _, seq := range channels {
-		if seq < 0 {
-			return nil, parley.Errorf(parley.EINVALID, "seqs must not be negative")
-		}
+	if err := parley.ValidateSync(channels); err != nil {
+		return nil, err
 	}
 	out := make(map[string]parley.SyncResult, len(channels))
 	type want struct {
