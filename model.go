@@ -15,6 +15,19 @@ const (
 // IsAdmin reports whether the role may administer the workspace.
 func (r Role) IsAdmin() bool { return r == RoleOwner || r == RoleAdmin }
 
+// Outranks says whether a member with role r may deactivate or remove one
+// with role other: admins act on members and guests, the owner on admins
+// too, nobody on the owner.
+func (r Role) Outranks(other Role) bool {
+	switch other {
+	case RoleOwner:
+		return false
+	case RoleAdmin:
+		return r == RoleOwner
+	}
+	return r.IsAdmin()
+}
+
 // Valid reports whether r is a known role.
 func (r Role) Valid() bool {
 	switch r {

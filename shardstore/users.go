@@ -322,24 +322,12 @@ func (r *Router) checkAccountAdmin(ctx context.Context, p *pool, actor, userID s
 		if w.Role == parley.RoleOwner {
 			return parley.Errorf(parley.EFORBIDDEN, "a workspace owner cannot be deactivated; transfer the ownership first")
 		}
-		if !outranks(roles[w.ID], w.Role) {
+		if !roles[w.ID].Outranks(w.Role) {
 			return parley.Errorf(parley.EFORBIDDEN,
 				"the account is also in a workspace you do not administer; ask the server operator")
 		}
 	}
 	return nil
-}
-
-// outranks is the store's rule (sqlstore/lifecycle.go): owners outrank
-// admins, admins everyone else.
-func outranks(mine, theirs parley.Role) bool {
-	switch theirs {
-	case parley.RoleOwner:
-		return false
-	case parley.RoleAdmin:
-		return mine == parley.RoleOwner
-	}
-	return mine.IsAdmin()
 }
 
 // syncDeactivated makes a deactivation, done on done's shard, on every

@@ -69,19 +69,6 @@ func userWorkspaceRoles(ctx context.Context, q querier, userID string) (map[stri
 	return out, nil
 }
 
-// outranks says whether a member with role mine may deactivate or remove
-// one with role theirs: admins act on members and guests, the owner on
-// admins too, nobody on the owner.
-func outranks(mine, theirs parley.Role) bool {
-	switch theirs {
-	case parley.RoleOwner:
-		return false
-	case parley.RoleAdmin:
-		return mine == parley.RoleOwner
-	}
-	return mine.IsAdmin()
-}
-
 // checkAccountAdmin: actor administers workspaceID, userID is in it, and
 // actor outranks userID in every workspace userID belongs to (an account
 // is the server's, not one workspace's: an admin of one workspace must not
@@ -112,7 +99,7 @@ func checkAccountAdmin(ctx context.Context, tx *Tx, actor, workspaceID, userID, 
 		if role == parley.RoleOwner {
 			return parley.Errorf(parley.EFORBIDDEN, "a workspace owner cannot be deactivated; transfer the ownership first")
 		}
-		if !outranks(actorRoles[ws], role) {
+		if !actorRoles[ws].Outranks(role) {
 			if ws == workspaceID {
 				return parley.Errorf(parley.EFORBIDDEN, "only the owner may %s an admin", verb)
 			}
@@ -193,7 +180,7 @@ func (s *Store) RemoveWorkspaceMember(ctx context.Context, actor, workspaceID, u
 		if err != nil {
 			return err
 		}
-		if !outranks(mine, theirs) {
+		if !mine.Outranks(theirs) {
 			if theirs == parley.RoleOwner {
 				return parley.Errorf(parley.EFORBIDDEN, "the owner cannot be removed; transfer the ownership first")
 			}
