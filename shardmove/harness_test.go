@@ -144,29 +144,17 @@ func (r *rig) mover(t testing.TB, cfg Config) *Mover {
 // counts is the workspace's rows per table on a shard, for every table
 // the shard's schema attributes to a workspace.
 func counts(t testing.TB, db *sql.DB, ws string) map[string]int64 {
-	t.Helper()
-	ctx := context.Background()
-	s, err := loadSchema(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := &job{ws: ws}
-	out := map[string]int64{}
-	for _, tb := range s.tables {
-		if tb.class != byWorkspace && tb.class != byChannel && tb.class != workspaceRow {
-			continue
-		}
-		n, err := count(ctx, db, tb, j.scopeOf(tb))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[tb.name] = n
-	}
-	return out
+	return perTable(t, db, ws, count)
 }
 
 // sums is a checksum per table of the workspace's rows on a shard.
 func sums(t testing.TB, db *sql.DB, ws string) map[string]string {
+	return perTable(t, db, ws, tableSum)
+}
+
+// perTable runs f on every table the shard's schema attributes to a
+// workspace, scoped to ws.
+func perTable[T any](t testing.TB, db *sql.DB, ws string, f func(context.Context, querier, *table, scope) (T, error)) map[string]T {
 	t.Helper()
 	ctx := context.Background()
 	s, err := loadSchema(ctx, db)
@@ -174,12 +162,12 @@ func sums(t testing.TB, db *sql.DB, ws string) map[string]string {
 		t.Fatal(err)
 	}
 	j := &job{ws: ws}
-	out := map[string]string{}
+	out := map[string]T{}
 	for _, tb := range s.tables {
 		if tb.class != byWorkspace && tb.class != byChannel && tb.class != workspaceRow {
 			continue
 		}
-		x, err := tableSum(ctx, db, tb, j.scopeOf(tb))
+		x, err := f(ctx, db, tb, j.scopeOf(tb))
 		if err != nil {
 			t.Fatal(err)
 		}
