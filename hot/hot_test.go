@@ -234,12 +234,16 @@ func TestSharedMarkAndTTL(t *testing.T) {
 	}
 
 	// N1 renews (TTL 3s, renewal every 1s) while N2's clock moves past the
-	// first mark's TTL: still hot.
+	// first mark's TTL: still hot. N2's clock moves before each renewal,
+	// so that waitRenewed is met only by a renewal received at N2's new
+	// time: this round's, never the one before (met at the old time, it
+	// left this round's in flight, which could then land after the lapse
+	// below and mark the channel hot again).
 	for range 4 {
+		c2.add(time.Second)
 		seq = feed(d1, c1, "C1", seq, 20, time.Second)
 		d1.evaluate()
 		waitRenewed(t, d2)
-		c2.add(time.Second)
 		d2.evaluate()
 	}
 	expectNone(t, got2)
