@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -60,15 +61,13 @@ func newChaosCmd() *cobra.Command {
 			"undelivered, duplicated, out-of-order or mismatched message; recovered posts are allowed.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			level, err := parseLevel(o.logLevel)
+			ctx, log, stop, err := startHarness(cmd, o.logLevel)
 			if err != nil {
 				return err
 			}
-			o.cfg.Stdout = cmd.OutOrStdout()
-			o.cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			logging.SetLevel(logging.LevelError)
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			o.cfg.Stdout = cmd.OutOrStdout()
+			o.cfg.Log = log
 			rep, err := loadtest.RunChaos(ctx, o.cfg)
 			if err != nil {
 				return err
@@ -92,4 +91,19 @@ func newChaosCmd() *cobra.Command {
 	}
 	o.register(cmd.Flags())
 	return cmd
+}
+
+// startHarness is the common start of the harness commands (chaos, move,
+// fleet-storm): their clients' logger at logLevel on stderr, the client
+// engine's start and stop lines quieted, and a context that ends on
+// SIGINT or SIGTERM (stop releases it).
+func startHarness(cmd *cobra.Command, logLevel string) (ctx context.Context, log *slog.Logger, stop context.CancelFunc, err error) {
+	level, err := parseLevel(logLevel)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	logging.SetLevel(logging.LevelError)
+	ctx, stop = signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	return ctx, log, stop, nil
 }

@@ -2,12 +2,7 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/lesismal/nbio/logging"
 	"github.com/spf13/cobra"
 
 	"parley/loadtest"
@@ -34,15 +29,13 @@ func newMoveLoadCmd() *cobra.Command {
 			"the workspace on s2 only, active. Writes move.json, chaos.json and chaos.html to --out.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			level, err := parseLevel(logLevel)
+			ctx, log, stop, err := startHarness(cmd, logLevel)
 			if err != nil {
 				return err
 			}
-			c.Stdout = cmd.OutOrStdout()
-			c.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			logging.SetLevel(logging.LevelError)
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			c.Stdout = cmd.OutOrStdout()
+			c.Log = log
 			rep, err := loadtest.RunMove(ctx, c)
 			if err != nil {
 				return err

@@ -2,12 +2,7 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/lesismal/nbio/logging"
 	"github.com/spf13/cobra"
 
 	"parley/loadtest"
@@ -33,15 +28,13 @@ func newFleetStormCmd() *cobra.Command {
 			"event was lost, duplicated or reordered; the issue's targets are reported beside the figures.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			level, err := parseLevel(logLevel)
+			ctx, log, stop, err := startHarness(cmd, logLevel)
 			if err != nil {
 				return err
 			}
-			c.Progress = cmd.ErrOrStderr()
-			c.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			logging.SetLevel(logging.LevelError)
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			c.Progress = cmd.ErrOrStderr()
+			c.Log = log
 			rep, err := loadtest.RunStorm(ctx, c)
 			if rep != nil {
 				rep.Print(cmd.OutOrStdout())
