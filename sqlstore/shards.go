@@ -81,6 +81,22 @@ func (s *Store) SlugTaken(ctx context.Context, slug string) (bool, error) {
 	return true, nil
 }
 
+// HasWorkspace reports whether this database holds the workspace's row
+// (deleted or not): the router asks before it removes the placement of a
+// workspace whose creation failed, so as never to orphan one that did
+// commit.
+func (s *Store) HasWorkspace(ctx context.Context, workspaceID string) (bool, error) {
+	var one int
+	err := s.rdb.QueryRowContext(ctx, `SELECT 1 FROM workspaces WHERE id = $1`, workspaceID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("has workspace: %w", err)
+	}
+	return true, nil
+}
+
 // UserCopy is a users row as the router copies it from the control
 // database to a shard. The password hash is never copied: only the
 // control database checks passwords.
