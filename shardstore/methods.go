@@ -98,8 +98,8 @@ func (r *Router) CreateWorkspace(ctx context.Context, actor, name, slug string) 
 	}
 	r.placed.Store(id, rec.ShardID)
 	if err := r.ensureUser(ctx, p, actor); err != nil {
-		// Only the user's copy was written (harmless without the
-		// workspace); the workspace itself was not attempted.
+		// The workspace itself was not attempted (a user copy, if one
+		// was made, is harmless without it).
 		r.unplace(rec.ShardID, id, err, false)
 		return nil, err
 	}
@@ -572,8 +572,8 @@ func (r *Router) DeleteWorkspace(ctx context.Context, actor, workspaceID, confir
 	if err := s.DeleteWorkspace(ctx, actor, workspaceID, confirm); err != nil {
 		return err
 	}
-	// The store freed the slug on its shard (confirm is the slug, or the
-	// deletion was refused): free the catalogue's reservation too.
+	// The deletion succeeded, so confirm is the workspace's slug, which
+	// the store freed on its shard: free the catalogue's reservation too.
 	r.freeSlug(workspaceID, confirm)
 	return nil
 }
