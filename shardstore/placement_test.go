@@ -92,8 +92,6 @@ func TestDeletedWorkspaceFreesSlug(t *testing.T) {
 	owner := storetest.MustUser(t, c.r, "reuser")
 	w, err := c.r.CreateWorkspace(bg(), owner.ID, "First", "reused")
 	storetest.NoErr(t, err)
-	// The next placement goes to another shard, where the slug is free:
-	// only the catalogue's reservation refuses it.
 	_, err = c.r.CreateWorkspace(bg(), owner.ID, "Second", "reused")
 	storetest.Code(t, err, parley.ECONFLICT)
 
