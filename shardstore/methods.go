@@ -598,10 +598,26 @@ func (r *Router) DeletedWorkspaces(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// PurgeWorkspace runs on the workspace's shard; once the shard holds
+// nothing of it, its directory entry goes too (unplacePurged), so that a
+// purged workspace is not_found everywhere, as in a single database. A
+// purge resumed after a restart ends the same way: its last call finds the
+// shard empty. A workspace the directory does not know has no entry.
 func (r *Router) PurgeWorkspace(ctx context.Context, workspaceID string, batch int) (bool, error) {
-	s, err := r.onWSWrite(ctx, workspaceID)
+	p, rec, err := r.route(ctx, workspaceID)
 	if err != nil {
 		return false, err
 	}
-	return s.PurgeWorkspace(ctx, workspaceID, batch)
+	if err := WriteAllowed(rec); err != nil {
+		r.m.readOnly.Inc()
+		return false, err
+	}
+	done, err := p.g.PurgeWorkspace(ctx, workspaceID, batch)
+	if err != nil || !done {
+		return done, err
+	}
+	if rec.WorkspaceID != "" {
+		r.unplacePurged(p.id, workspaceID)
+	}
+	return true, nil
 }

@@ -20,6 +20,7 @@ type metrics struct {
 	created          *prometheus.CounterVec // shard
 	undos            *prometheus.CounterVec // shard, result
 	slugFrees        *prometheus.CounterVec // result
+	purgedUnplaces   *prometheus.CounterVec // shard, result
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -56,6 +57,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		slugFrees: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_shardstore_slug_frees_total", Help: "Catalogue slug reservations of deleted workspaces given up, by result: ok, retry (the control database failed; retried), gave_up (left reserved)."},
 			[]string{"result"})),
+		purgedUnplaces: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_purged_unplaces_total", Help: "Directory entries of purged workspaces removed, by shard and result: ok (removed, or gone already), kept (the entry changed since), retry (the control database failed; retried), gave_up (left in the directory)."},
+			[]string{"shard", "result"})),
 	}
 }
 

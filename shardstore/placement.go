@@ -12,10 +12,11 @@ import (
 
 // Keeping the catalogue in step with the shards when a creation or a
 // deletion is half done: a placement whose workspace was not created is
-// removed (Catalogue.Unplace), and a deleted workspace's slug is freed
-// (Catalogue.FreeSlug). Both are retried in the background with backoff
-// when the control database (or, for the check before a removal, the
-// shard) does not answer, for about ten minutes, as user-copy repairs are.
+// removed (Catalogue.Unplace), a deleted workspace's slug is freed
+// (Catalogue.FreeSlug), and a purged workspace's placement is removed.
+// All are retried in the background with backoff when the control
+// database (or, for the check before a removal, the shard) does not
+// answer, for about ten minutes, as user-copy repairs are.
 
 // undoTimeout bounds one attempt at either.
 const undoTimeout = 10 * time.Second
@@ -130,6 +131,41 @@ func (r *Router) freeSlug(ws, slug string) {
 	r.later("free slug "+ws, try, func() {
 		r.m.slugFrees.WithLabelValues("gave_up").Inc()
 		r.log.Error("slug of a deleted workspace left reserved", "workspace", ws, "slug", slug)
+	})
+}
+
+// unplacePurged removes the directory entry of workspace ws, whose purge
+// has just emptied shard of it (a tombstone in the change log, so that
+// projections and clients forget it). An entry already gone is done; one
+// that changed since (moved, frozen: an operator acted on it) is left as
+// it is. When the control database does not answer, the removal is
+// retried in the background like a failed creation's.
+func (r *Router) unplacePurged(shard, ws string) {
+	try := func(ctx context.Context) error {
+		_, err := r.cfg.Catalogue.Unplace(ctx, ws, shard)
+		switch parley.ErrorCode(err) {
+		case "", parley.ENOTFOUND:
+			r.m.purgedUnplaces.WithLabelValues(shard, "ok").Inc()
+			r.log.Info("placement of a purged workspace removed", "workspace", ws, "shard", shard)
+			return nil
+		case parley.ECONFLICT:
+			r.m.purgedUnplaces.WithLabelValues(shard, "kept").Inc()
+			r.log.Warn("placement of a purged workspace changed since; left as it is", "workspace", ws, "shard", shard, "err", err)
+			return nil
+		}
+		r.m.purgedUnplaces.WithLabelValues(shard, "retry").Inc()
+		return fmt.Errorf("remove placement of purged workspace %s: %w", ws, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+	err := try(ctx)
+	cancel()
+	if err == nil {
+		return
+	}
+	r.log.Warn("placement of a purged workspace not removed yet; retrying", "workspace", ws, "shard", shard, "err", err)
+	r.later("unplace purged "+ws, try, func() {
+		r.m.purgedUnplaces.WithLabelValues(shard, "gave_up").Inc()
+		r.log.Error("placement of a purged workspace left in the directory", "workspace", ws, "shard", shard)
 	})
 }
 
