@@ -36,11 +36,12 @@ func definite(err error) bool {
 // unplace removes the placement of workspace ws on shard after its
 // creation failed with cause; attempted says whether the creation itself
 // was sent to the shard. When it was and cause may hide a commit, the
-// shard is asked first whether it has the workspace (after a second, so
-// that a commit in flight lands first), and the entry is removed only
-// when it does not: a workspace that exists never loses its entry. A
-// certain failure's first attempt is made before the caller returns;
-// anything else is retried in the background.
+// shard is asked first whether it has the workspace, and the entry is
+// removed only when it does not: a workspace that exists never loses its
+// entry. The shard answers only once no creation of the workspace can
+// still commit (sqlstore.HasWorkspace waits for one in flight), so this
+// runs in the background. A certain failure's first attempt is made
+// before the caller returns.
 func (r *Router) unplace(shard, ws string, cause error, attempted bool) {
 	r.placed.Delete(ws)
 	check := attempted && !definite(cause)
@@ -80,7 +81,7 @@ func (r *Router) tryUnplace(ctx context.Context, shard, ws string, check bool) e
 			return err
 		}
 		var has bool
-		if err := p.g.Run(ctx, storeguard.Read, func(ctx context.Context) (err error) {
+		if err := p.g.Run(ctx, storeguard.Write, func(ctx context.Context) (err error) {
 			has, err = p.s.HasWorkspace(ctx, ws)
 			return err
 		}); err != nil {

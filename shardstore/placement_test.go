@@ -241,3 +241,92 @@ func (l *placementLog) ids() []string {
 	defer l.mu.Unlock()
 	return append([]string(nil), l.placed...)
 }
+
+// TestLateCommitKeepsPlacement: a creation whose caller gave up while its
+// COMMIT was in the server still commits, later than any fixed wait; the
+// router's check before removing the placement waits for it and keeps the
+// entry. The shard's COMMIT is held on a lock the test owns (a deferred
+// constraint trigger), released only once the check is under way.
+func TestLateCommitKeepsPlacement(t *testing.T) {
+	c := newClusterN(t, &storetest.Recorder{}, 2)
+	owner := storetest.MustUser(t, c.r, "owner")
+	// The first workspace goes to the first shard, the next to the second.
+	storetest.MustWorkspace(t, c.r, owner)
+	// The wait ignores the cancel request the client sends when its
+	// context ends, as a COMMIT waiting for a synchronous standby does.
+	execOn(t, c.dsns[1], `CREATE FUNCTION hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			LOOP
+				BEGIN
+					PERFORM pg_advisory_xact_lock(4242, 1);
+					EXIT;
+				EXCEPTION WHEN query_canceled THEN
+					NULL;
+				END;
+			END LOOP;
+			RETURN NULL;
+		END $$`)
+	execOn(t, c.dsns[1], `CREATE CONSTRAINT TRIGGER hold_commit AFTER INSERT ON workspaces
+		DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION hold_commit()`)
+	db, err := sql.Open("pgx", c.dsns[1])
+	storetest.NoErr(t, err)
+	defer db.Close()
+	hold, err := db.Conn(bg())
+	storetest.NoErr(t, err)
+	defer hold.Close()
+	_, err = hold.ExecContext(bg(), `SELECT pg_advisory_lock(4242, 1)`)
+	storetest.NoErr(t, err)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			_, err := hold.ExecContext(bg(), `SELECT pg_advisory_unlock(4242, 1)`)
+			storetest.NoErr(t, err)
+		}
+	}
+	defer release()
+	waiting := func(held bool) bool {
+		// held: a backend waits for the test's lock; else for another
+		// advisory lock (the router's check for the creation's).
+		var n int
+		storetest.NoErr(t, db.QueryRowContext(bg(), `SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory'
+			AND NOT granted AND (classid = 4242 AND objid = 1) = $1`, held).Scan(&n))
+		return n > 0
+	}
+
+	ctx, cancel := context.WithCancel(bg())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.r.CreateWorkspace(ctx, owner.ID, "Late", "late")
+		errc <- err
+	}()
+	waitFor(t, 10*time.Second, "the creation's COMMIT to wait for the test's lock", func() bool { return waiting(true) })
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("a creation cancelled during its COMMIT reported success")
+	}
+	ids := c.placements.ids()
+	ws := ids[len(ids)-1]
+	undos := func(result string) float64 {
+		return counterWithLabel(t, c.reg, "parley_shardstore_placement_undos_total", "result", result)
+	}
+	waitFor(t, 30*time.Second, "the router's check to wait for the creation (or to remove the placement)", func() bool {
+		return waiting(false) || undos("ok") > 0
+	})
+	release()
+	waitFor(t, 30*time.Second, "the check's outcome", func() bool { return undos("ok")+undos("kept") > 0 })
+	if undos("ok") > 0 {
+		t.Fatal("the placement of a creation that committed was removed")
+	}
+	if got := c.shardOf(t, ws); got != c.shards[1] {
+		t.Fatalf("workspace on %s, want %s", got, c.shards[1])
+	}
+	w, err := c.r.GetWorkspace(bg(), owner.ID, ws)
+	storetest.NoErr(t, err)
+	if w.Slug != "late" {
+		t.Fatalf("workspace slug %q", w.Slug)
+	}
+	_, err = c.r.CreateWorkspace(bg(), owner.ID, "Late again", "late")
+	storetest.Code(t, err, parley.ECONFLICT)
+}

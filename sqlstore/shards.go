@@ -82,19 +82,59 @@ func (s *Store) SlugTaken(ctx context.Context, slug string) (bool, error) {
 }
 
 // HasWorkspace reports whether this database holds the workspace's row
-// (deleted or not): the router asks before it removes the placement of a
-// workspace whose creation failed, so as never to orphan one that did
-// commit.
+// (deleted or not), once no creation of it can still commit: the router
+// asks before it removes the placement of a workspace whose creation
+// failed, so as never to orphan one that did commit.
+//
+// A caller's error does not end a creation. On PostgreSQL a transaction
+// whose COMMIT was sent commits however its client fared (a context
+// cancelled or a connection lost while waiting for the answer), as late as
+// the server gets to it: a slow fsync or a synchronous standby's
+// acknowledgement has no bound a timeout here could wait out. So the
+// creation holds an advisory lock on its id for its whole transaction
+// (creationFence), and this check takes the same lock first: it waits for
+// a creation in flight to commit or roll back, then reads. A creation
+// whose COMMIT was never sent cannot commit, and its statements ran (the
+// lock first) before its caller got the error. On SQLite the check is a
+// write: the one writer runs it after every write queued before it, the
+// creation included (a queued write whose context ended is dropped
+// unrun).
 func (s *Store) HasWorkspace(ctx context.Context, workspaceID string) (bool, error) {
-	var one int
-	err := s.rdb.QueryRowContext(ctx, `SELECT 1 FROM workspaces WHERE id = $1`, workspaceID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+	var has bool
+	err := s.write(ctx, "has workspace", func(ctx context.Context, tx *Tx) error {
+		if err := s.creationFence(ctx, tx, workspaceID); err != nil {
+			return err
+		}
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM workspaces WHERE id = $1`, workspaceID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("has workspace: %w", err)
+		}
+		has = true
+		return nil
+	})
+	return has, err
+}
+
+// creationLockClass is the first key of the advisory locks creationFence
+// takes (the second is a hash of the workspace id), apart from any other
+// advisory lock of the schema.
+const creationLockClass = 0x70617273 // "pars"
+
+// creationFence takes, on PostgreSQL, the transaction-long advisory lock
+// of workspace id's creation (see HasWorkspace). Two ids of one hash only
+// share a wait.
+func (s *Store) creationFence(ctx context.Context, tx *Tx, id string) error {
+	if s.dialect != Postgres {
+		return nil
 	}
-	if err != nil {
-		return false, fmt.Errorf("has workspace: %w", err)
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(creationLockClass), id); err != nil {
+		return fmt.Errorf("workspace creation lock: %w", err)
 	}
-	return true, nil
+	return nil
 }
 
 // UserCopy is a users row as the router copies it from the control

@@ -79,6 +79,10 @@ func (s *Store) CreateWorkspaceWithID(ctx context.Context, id, actor, name, slug
 	}
 	var out *parley.Workspace
 	err := s.write(ctx, "create workspace", func(ctx context.Context, tx *Tx) error {
+		// First, so that HasWorkspace waits for this transaction's end.
+		if err := s.creationFence(ctx, tx, id); err != nil {
+			return err
+		}
 		u, err := activeUser(ctx, tx, actor)
 		if err != nil {
 			return err
