@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestDirectoryCommands(t *testing.T) {
 	}
 	must("shards", "add", "eu2", "--region", "eu", "--dsn", "postgres://app:hunter2@db2/parley")
 	must("shards", "drain", "local")
-	out := must("workspaces", "place", "acme", "--region", "eu", "--limit", "members=50")
+	out := must("workspaces", "place", "acme", "--region", "eu", "--slug", "acme-co", "--limit", "members=50")
 	if !strings.Contains(out, "eu2") {
 		t.Fatalf("placed on a draining shard:\n%s", out)
 	}
@@ -52,10 +53,27 @@ func TestDirectoryCommands(t *testing.T) {
 	}
 	for _, bad := range [][]string{{"workspaces", "place", "acme", "--region", "eu"}, {"workspaces", "place", "x", "--region", "mars"},
 		{"workspaces", "show", "nope"}, {"workspaces", "move", "acme", "--to", "nope"}, {"workspaces", "move", "acme", "--step", "sideways"},
-		{"shards", "add", "bad.id", "--region", "eu"}, {"workspaces", "place", "y", "--region", "eu", "--limit", "members"}} {
+		{"shards", "add", "bad.id", "--region", "eu"}, {"workspaces", "place", "y", "--region", "eu", "--limit", "members"},
+		{"workspaces", "place", "z", "--region", "eu", "--slug", "Not A Slug"}} {
 		if out, err := cli(bad...); err == nil {
 			t.Errorf("parley %s succeeded:\n%s", strings.Join(bad, " "), out)
 		}
+	}
+	// The slug reserved at placement: show prints it (and its JSON
+	// carries it); another workspace cannot be placed with it.
+	if out := must("workspaces", "show", "acme"); !regexp.MustCompile(`(?m)^slug +acme-co$`).MatchString(out) {
+		t.Fatalf("workspaces show prints no slug:\n%s", out)
+	}
+	var shown map[string]any
+	if err := json.Unmarshal([]byte(must("workspaces", "show", "acme", "--json")), &shown); err != nil || shown["slug"] != "acme-co" ||
+		shown["shard_id"] != "eu2" {
+		t.Fatalf("workspaces show --json: %v %v", shown, err)
+	}
+	if out, err := cli("workspaces", "place", "beta", "--region", "eu", "--slug", "acme-co"); err == nil || !strings.Contains(out, `slug "acme-co" is taken`) {
+		t.Fatalf("placing a taken slug: %v\n%s", err, out)
+	}
+	if out, err := cli("workspaces", "show", "beta"); err == nil {
+		t.Fatalf("a refused placement left an entry:\n%s", out)
 	}
 
 	lookup := func() (int, map[string]any) {

@@ -120,7 +120,7 @@ func newWorkspacesCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 		limits, features []string
 	)
 	placeCmd := &cobra.Command{
-		Use:   "place ID --region REGION [--shard SHARD] [--limit KEY=N]… [--feature KEY=BOOL]…",
+		Use:   "place ID --region REGION [--shard SHARD] [--slug SLUG] [--limit KEY=N]… [--feature KEY=BOOL]…",
 		Short: "Place a new workspace on the least loaded active shard of its region (or the one named)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -134,12 +134,13 @@ func newWorkspacesCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printRecord(cmd.OutOrStdout(), &o, r)
+				return printRecord(cmd.OutOrStdout(), &o, r, place.Slug)
 			})
 		},
 	}
 	placeCmd.Flags().StringVar(&place.Region, "region", "", "the workspace's region (required)")
 	placeCmd.Flags().StringVar(&place.Shard, "shard", "", "put it on this shard instead of letting the policy choose")
+	placeCmd.Flags().StringVar(&place.Slug, "slug", "", "reserve the workspace's slug (refused if another placed workspace holds it)")
 	placeCmd.Flags().StringArrayVar(&limits, "limit", nil, "a limit override, KEY=N (repeatable)")
 	placeCmd.Flags().StringArrayVar(&features, "feature", nil, "a feature override, KEY=true|false (repeatable)")
 
@@ -194,7 +195,7 @@ func newWorkspacesCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 						return err
 					}
 				}
-				return printRecord(cmd.OutOrStdout(), &o, r)
+				return printEntry(ctx, cmd.OutOrStdout(), &o, c, r)
 			})
 		},
 	}
@@ -212,7 +213,7 @@ func newWorkspacesCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printRecord(cmd.OutOrStdout(), &o, r)
+				return printEntry(ctx, cmd.OutOrStdout(), &o, c, r)
 			})
 		},
 	}
@@ -238,7 +239,7 @@ func newWorkspacesCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printRecord(cmd.OutOrStdout(), &o, r)
+				return printEntry(ctx, cmd.OutOrStdout(), &o, c, r)
 			})
 		},
 	}
@@ -320,13 +321,33 @@ func printShards(w io.Writer, o *controlOptions, shards []tenantdir.Shard) error
 	return tw.Flush()
 }
 
-func printRecord(w io.Writer, o *controlOptions, r tenantdir.Record) error {
+// printEntry prints r with the slug the catalogue reserves for it.
+func printEntry(ctx context.Context, w io.Writer, o *controlOptions, c *tenantdir.Catalogue, r tenantdir.Record) error {
+	slug, err := c.Slug(ctx, r.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	return printRecord(w, o, r, slug)
+}
+
+// printRecord prints a workspace's entry and its reserved slug ("" for
+// none: placed by id alone, or deleted).
+func printRecord(w io.Writer, o *controlOptions, r tenantdir.Record, slug string) error {
 	r.DSN, r.TargetDSN = redactDSN(r.DSN), redactDSN(r.TargetDSN)
 	if o.json {
-		return json.NewEncoder(w).Encode(r)
+		// The slug is not part of the record the directory serves (it
+		// lives in the catalogue only), so it is added here.
+		return json.NewEncoder(w).Encode(struct {
+			tenantdir.Record
+			Slug string `json:"slug,omitempty"`
+		}{r, slug})
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "workspace\t%s\n", r.WorkspaceID)
+	if slug == "" {
+		slug = "-"
+	}
+	fmt.Fprintf(tw, "slug\t%s\n", slug)
 	fmt.Fprintf(tw, "shard\t%s\n", r.ShardID)
 	fmt.Fprintf(tw, "region\t%s\n", r.Region)
 	fmt.Fprintf(tw, "status\t%s\n", r.Status)
