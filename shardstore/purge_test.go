@@ -11,7 +11,8 @@ import (
 )
 
 // TestPurgedWorkspaceUnplaced: once a deleted workspace on a shard other
-// than the default is purged, its directory entry is gone (the catalogue
+// than the default is purged (not while its shard is down), its directory
+// entry is gone (the catalogue
 // and the directory's client answer not_found, the router does too) and
 // its slug can be taken again; a purge resumed after a restart (a new
 // purger's Resume) ends the same way.
@@ -37,6 +38,16 @@ func TestPurgedWorkspaceUnplaced(t *testing.T) {
 				storetest.MustPost(t, c.r, owner, ch, "soon gone")
 			}
 			storetest.NoErr(t, c.r.DeleteWorkspace(bg(), owner.ID, w.ID, "doomed"))
+			// With its shard down the purge fails and the entry stays.
+			setConnections(t, c.dsns[1], false)
+			_, err = c.r.PurgeWorkspace(bg(), w.ID, 1000)
+			if err == nil {
+				t.Fatal("a purge on a shard refusing connections succeeded")
+			}
+			setConnections(t, c.dsns[1], true)
+			if got := c.shardOf(t, w.ID); got != c.shards[1] {
+				t.Fatalf("after a failed purge the workspace is on %s", got)
+			}
 
 			p := purge.New(purge.Config{Store: c.r, Batch: 2, RetryAfter: 50 * time.Millisecond})
 			defer p.Close()
