@@ -47,8 +47,9 @@ type Directory interface {
 
 // Catalogue is what the router asks the control database: the shards (for
 // their DSNs, and to know whom to ask for an id), a placement (with its
-// slug) for a new workspace, its removal when the creation failed, and
-// the freeing of a deleted workspace's slug. *tenantdir.Catalogue is one.
+// slug) for a new workspace, its removal when the creation failed or the
+// workspace was purged, and the freeing of a deleted workspace's slug.
+// *tenantdir.Catalogue is one.
 type Catalogue interface {
 	ListShards(ctx context.Context) ([]tenantdir.Shard, error)
 	Place(ctx context.Context, p tenantdir.Placement) (tenantdir.Record, error)
