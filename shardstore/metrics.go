@@ -18,6 +18,7 @@ type metrics struct {
 	userSyncFailures *prometheus.CounterVec // shard
 	userRepairs      *prometheus.CounterVec // shard
 	created          *prometheus.CounterVec // shard
+	botSyncs         *prometheus.CounterVec // op, result
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -48,6 +49,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		created: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_shardstore_workspaces_created_total", Help: "Workspaces created through the router, by the shard placed on."},
 			[]string{"shard"})),
+		botSyncs: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_bot_syncs_total", Help: "Copies of a bot's row (bot), a token's session (token) or a revocation (revoke) from a workspace's shard to the control database, by result (ok, error)."},
+			[]string{"op", "result"})),
 	}
 }
 
