@@ -547,9 +547,19 @@ func (r *Router) AuditBots(ctx context.Context, entries []parley.AuditEntry) (in
 		return 0, nil
 	}
 	groups := map[*pool][]parley.AuditEntry{}
+	type found struct {
+		ws  string
+		err error
+	}
+	bots := map[string]found{} // a batch has many entries of few bots
 	var errs []error
 	for _, e := range entries {
-		ws, err := r.BotWorkspace(ctx, e.BotID)
+		f, ok := bots[e.BotID]
+		if !ok {
+			f.ws, f.err = r.BotWorkspace(ctx, e.BotID)
+			bots[e.BotID] = f
+		}
+		ws, err := f.ws, f.err
 		if parley.ErrorCode(err) == parley.ENOTFOUND {
 			continue
 		}

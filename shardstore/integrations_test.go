@@ -3,6 +3,7 @@ package shardstore_test
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"parley"
 	"parley/auth"
 	"parley/httpapi"
+	"parley/shardstore"
 	"parley/storetest"
 )
 
@@ -415,4 +417,53 @@ func TestIntegrationsShardDown(t *testing.T) {
 			t.Fatalf("audit of %s = %+v, want one entry", w.ID, page.Entries)
 		}
 	}
+}
+
+// TestIntegrationsReadOnly: while a workspace is read-only, its
+// integrations' writes are 503 (ReadOnlyError) and their reads work.
+func TestIntegrationsReadOnly(t *testing.T) {
+	c := newCluster(t, &storetest.Recorder{})
+	r := c.r
+	owner := storetest.MustUser(t, r, "owner")
+	ws := wsOffDefault(t, c, owner)
+	ch := storetest.MustChannel(t, r, ws, owner, "frozen", parley.KindPublic)
+	bot, err := r.CreateBot(bg(), owner.ID, ws.ID, parley.NewBot{Name: "Bot", Handle: "bot-frozen"})
+	storetest.NoErr(t, err)
+	hook, err := r.CreateWebhook(bg(), owner.ID, ch.ID, "Hook", "secret")
+	storetest.NoErr(t, err)
+
+	rec, err := c.dir.cat.Freeze(bg(), ws.ID)
+	storetest.NoErr(t, err)
+	t.Cleanup(func() { c.dir.cat.Unfreeze(bg(), ws.ID) })
+	waitFor(t, 10*time.Second, "the client to hear read_only", func() bool {
+		got, err := c.dir.client.Lookup(bg(), ws.ID)
+		return err == nil && got.Version >= rec.Version
+	})
+
+	readOnly := func(what string, err error) {
+		t.Helper()
+		var ro *shardstore.ReadOnlyError
+		if !errors.As(err, &ro) || parley.ErrorCode(err) != parley.EUNAVAILABLE {
+			t.Fatalf("%s on a read-only workspace: %v", what, err)
+		}
+	}
+	_, err = r.CreateBot(bg(), owner.ID, ws.ID, parley.NewBot{Name: "More", Handle: "bot-more"})
+	readOnly("CreateBot", err)
+	_, err = r.CreateBotToken(bg(), owner.ID, ws.ID, bot.User.ID, parley.NewBotToken{Scopes: []string{parley.ScopeChatWrite}, TokenHash: "h"})
+	readOnly("CreateBotToken", err)
+	readOnly("RevokeBot", r.RevokeBot(bg(), owner.ID, ws.ID, bot.User.ID))
+	_, err = r.CreateWebhook(bg(), owner.ID, ch.ID, "More", "secret2")
+	readOnly("CreateWebhook", err)
+	readOnly("GrantResponse", r.GrantResponse(bg(), "grant", parley.CommandResponse{WorkspaceID: ws.ID, ChannelID: ch.ID, UserID: owner.ID},
+		time.Now().Add(time.Minute), 1))
+	_, err = r.AuditBots(bg(), []parley.AuditEntry{{BotID: bot.User.ID, Action: "test"}})
+	readOnly("AuditBots", err)
+
+	bots, err := r.ListBots(bg(), owner.ID, ws.ID)
+	storetest.NoErr(t, err)
+	if len(bots) != 2 { // the bot and the webhook's
+		t.Fatalf("bots = %+v", bots)
+	}
+	_, err = r.WebhookByID(bg(), hook.ID)
+	storetest.NoErr(t, err)
 }
