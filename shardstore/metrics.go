@@ -20,6 +20,7 @@ type metrics struct {
 	created          *prometheus.CounterVec // shard
 	undos            *prometheus.CounterVec // shard, result
 	slugFrees        *prometheus.CounterVec // result
+	botSyncs         *prometheus.CounterVec // op, result
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -56,6 +57,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		slugFrees: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_shardstore_slug_frees_total", Help: "Catalogue slug reservations of deleted workspaces given up, by result: ok, retry (the control database failed; retried), gave_up (left reserved)."},
 			[]string{"result"})),
+		botSyncs: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_bot_syncs_total", Help: "Copies of a bot's row (bot), a token's session (token) or a revocation (revoke) from a workspace's shard to the control database, by result (ok, error)."},
+			[]string{"op", "result"})),
 	}
 }
 
