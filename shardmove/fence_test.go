@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -273,5 +274,89 @@ func TestFenceWaitsForWritesInFlight(t *testing.T) {
 	}
 	if err := <-sum.Purged; err != nil {
 		t.Fatalf("purge: %v", err)
+	}
+}
+
+// TestInstallFence: the fence's triggers are derived from the schema —
+// every table attributed to a workspace, a table a migration adds among
+// them, with its argument; none on the accounts, orgs or the outbox —
+// installed by concurrent movers at once without error, and the first
+// version's trigger (events only) is replaced.
+func TestInstallFence(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	db := r.dbs["eu1"]
+	// The first version, as a shard moved from before has it.
+	for _, q := range []string{
+		`CREATE TABLE ` + fenceTable + ` (workspace TEXT PRIMARY KEY, fenced_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+		`CREATE FUNCTION shardmove_fenced() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`,
+		`CREATE TRIGGER shardmove_fence BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION shardmove_fenced()`,
+		`CREATE TABLE fence_extra (workspace_id TEXT NOT NULL, id TEXT PRIMARY KEY)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() { errs <- installFence(ctx, db) }()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent installs: %v", err)
+		}
+	}
+	got := map[string]string{}
+	rows, err := db.Query(`SELECT c.relname, t.tgname, encode(t.tgargs, 'escape') FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+		WHERE NOT t.tgisinternal AND t.tgname LIKE 'shardmove%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var rel, name, args string
+		if err := rows.Scan(&rel, &name, &args); err != nil {
+			t.Fatal(err)
+		}
+		if name != fenceTrigger {
+			t.Errorf("trigger %s still on %s", name, rel)
+		}
+		got[rel] = strings.TrimSuffix(args, `\000`)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"events": "workspace_id", "messages": "workspace_id", "channel_members": "workspace_id",
+		"thread_memberships": "workspace_id", "workspace_members": "workspace_id", "fence_extra": "workspace_id",
+		"workspaces": "id", "notify_sent": "channel"}
+	for rel, arg := range want {
+		if got[rel] != arg {
+			t.Errorf("trigger on %s: argument %q, want %q", rel, got[rel], arg)
+		}
+	}
+	for _, rel := range []string{"users", "sessions", "notify_prefs", "notify_state", "orgs", "channel_outbox", "settings", fenceTable} {
+		if _, ok := got[rel]; ok {
+			t.Errorf("%s is fenced", rel)
+		}
+	}
+	var old int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM pg_proc WHERE proname = 'shardmove_fenced'`).Scan(&old); err != nil || old != 0 {
+		t.Errorf("the first version's function: %d, %v", old, err)
+	}
+	// Installing again leaves the triggers as they are (creating one
+	// would lock its table against writes).
+	versions := func() string {
+		var v string
+		if err := db.QueryRow(`SELECT string_agg(xmin::text, ',' ORDER BY oid) FROM pg_trigger WHERE tgname = $1`, fenceTrigger).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := versions()
+	if err := installFence(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if after := versions(); after != before {
+		t.Errorf("a second install rewrote the triggers: %s → %s", before, after)
 	}
 }
