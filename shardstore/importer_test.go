@@ -112,6 +112,9 @@ func TestImportOntoItsShard(t *testing.T) {
 	if len(members) != 1 {
 		t.Fatalf("the signup of %s did not claim its imported account (user %s is not a member)", created, claimed.ID)
 	}
+	if m := members[0]; m.Deactivated || m.Handle != "claimer" {
+		t.Fatalf("the claimed account on shard %s = %+v; want it active as claimer", target, m)
+	}
 
 	// Again: nothing twice.
 	again, err := transfer.Import(bg(), r, read(), opts)
