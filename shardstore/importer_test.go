@@ -131,4 +131,13 @@ func TestImportOntoItsShard(t *testing.T) {
 	storetest.Code(t, err, parley.EFORBIDDEN)
 	_, _, err = r.ImportWorkspace(bg(), other.ID, "x", "Not A Slug")
 	storetest.Code(t, err, parley.EINVALID)
+
+	// A shard that does not answer may hold the slug: nothing is created.
+	setConnections(t, c.dsns[1], false)
+	t.Cleanup(func() { setConnections(t, c.dsns[1], true) })
+	_, _, err = r.ImportWorkspace(bg(), owner.ID, "Fresh", "fresh")
+	storetest.Code(t, err, parley.EUNAVAILABLE)
+	if _, _, err := def.WorkspaceOwner(bg(), "fresh"); parley.ErrorCode(err) != parley.ENOTFOUND {
+		t.Fatalf("a workspace was created while a shard was down (err %v)", err)
+	}
 }
