@@ -317,6 +317,9 @@ type cluster struct {
 	dsns   []string
 	reg    *prometheus.Registry
 	dir    *directory
+	// placements is the router's catalogue: the directory's, recording
+	// the ids it places.
+	placements *placementLog
 }
 
 // newCluster opens a router over the three shared shards, emptied, whose
@@ -361,8 +364,9 @@ func (c *cluster) open(tb testing.TB, pub parley.EventPublisher) *cluster {
 	if err != nil {
 		tb.Fatalf("open default shard: %v", err)
 	}
+	c.placements = &placementLog{Catalogue: d.cat}
 	r, err := shardstore.New(shardstore.Config{Default: def, DefaultShard: c.shards[0], Directory: d.client,
-		Catalogue: d.cat, Region: c.region, Live: live, Registerer: c.reg,
+		Catalogue: c.placements, Region: c.region, Live: live, Registerer: c.reg,
 		Open: func(ctx context.Context, dsn string) (*sqlstore.Store, error) {
 			return shardstore.OpenShard(ctx, base, dsn)
 		}})

@@ -51,8 +51,12 @@ func (r *Router) onMessage(ctx context.Context, id string, write bool) (parley.S
 // CreateWorkspace places the new workspace (the catalogue's policy: the
 // least loaded shard of the node's region), copies actor's row there, and
 // creates it on that shard. A slug is unique across shards: every shard is
-// asked first (two creations of one slug racing on two shards can both
-// win; see docs/directory.md).
+// asked first (for workspaces that predate routing, which the catalogue
+// does not know), and the placement reserves it in the control database,
+// so that of two creations of one slug racing on two shards one gets 409.
+// When the creation fails after the placement, the placement is removed
+// (unplace), so the directory never points at a shard without the
+// workspace.
 func (r *Router) CreateWorkspace(ctx context.Context, actor, name, slug string) (*parley.Workspace, error) {
 	if err := parley.ValidateName("name", name); err != nil {
 		return nil, err
@@ -82,16 +86,21 @@ func (r *Router) CreateWorkspace(ctx context.Context, actor, name, slug string) 
 		return nil, parley.Errorf(parley.ECONFLICT, "slug %q is taken", slug)
 	}
 	id := parley.NewID(parley.PrefixWorkspace)
-	rec, err := r.cfg.Catalogue.Place(ctx, tenantdir.Placement{WorkspaceID: id, Region: r.cfg.Region})
+	rec, err := r.cfg.Catalogue.Place(ctx, tenantdir.Placement{WorkspaceID: id, Region: r.cfg.Region, Slug: slug})
 	if err != nil {
 		return nil, err
 	}
 	p, err := r.poolByID(ctx, rec.ShardID)
 	if err != nil {
+		// The shard was never reached: nothing to check there.
+		r.unplace(rec.ShardID, id, err, false)
 		return nil, err
 	}
 	r.placed.Store(id, rec.ShardID)
 	if err := r.ensureUser(ctx, p, actor); err != nil {
+		// The workspace itself was not attempted (a user copy, if one
+		// was made, is harmless without it).
+		r.unplace(rec.ShardID, id, err, false)
 		return nil, err
 	}
 	var w *parley.Workspace
@@ -100,6 +109,7 @@ func (r *Router) CreateWorkspace(ctx context.Context, actor, name, slug string) 
 		return err
 	})
 	if err != nil {
+		r.unplace(rec.ShardID, id, err, true)
 		return nil, err
 	}
 	r.m.created.WithLabelValues(p.id).Inc()
@@ -559,7 +569,13 @@ func (r *Router) DeleteWorkspace(ctx context.Context, actor, workspaceID, confir
 	if err != nil {
 		return err
 	}
-	return s.DeleteWorkspace(ctx, actor, workspaceID, confirm)
+	if err := s.DeleteWorkspace(ctx, actor, workspaceID, confirm); err != nil {
+		return err
+	}
+	// The deletion succeeded, so confirm is the workspace's slug, which
+	// the store freed on its shard: free the catalogue's reservation too.
+	r.freeSlug(workspaceID, confirm)
+	return nil
 }
 
 // DeletedWorkspaces merges every shard's list (a shard that does not

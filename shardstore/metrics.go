@@ -18,6 +18,9 @@ type metrics struct {
 	userSyncFailures *prometheus.CounterVec // shard
 	userRepairs      *prometheus.CounterVec // shard
 	created          *prometheus.CounterVec // shard
+	undos            *prometheus.CounterVec // shard, result
+	slugFrees        *prometheus.CounterVec // result
+	botSyncs         *prometheus.CounterVec // op, result
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -48,6 +51,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		created: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_shardstore_workspaces_created_total", Help: "Workspaces created through the router, by the shard placed on."},
 			[]string{"shard"})),
+		undos: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_placement_undos_total", Help: "Placements of workspaces whose creation failed, by shard and result: ok (removed from the directory), kept (the shard has the workspace, or the entry changed since), retry (an attempt failed; retried), gave_up (left in the directory)."},
+			[]string{"shard", "result"})),
+		slugFrees: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_slug_frees_total", Help: "Catalogue slug reservations of deleted workspaces given up, by result: ok, retry (the control database failed; retried), gave_up (left reserved)."},
+			[]string{"result"})),
+		botSyncs: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_bot_syncs_total", Help: "Copies of a bot's row (bot), a token's session (token) or a revocation (revoke) from a workspace's shard to the control database, by result (ok, error)."},
+			[]string{"op", "result"})),
 	}
 }
 

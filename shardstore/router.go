@@ -46,11 +46,14 @@ type Directory interface {
 }
 
 // Catalogue is what the router asks the control database: the shards (for
-// their DSNs, and to know whom to ask for an id), and a placement for a new
-// workspace. *tenantdir.Catalogue is one.
+// their DSNs, and to know whom to ask for an id), a placement (with its
+// slug) for a new workspace, its removal when the creation failed, and
+// the freeing of a deleted workspace's slug. *tenantdir.Catalogue is one.
 type Catalogue interface {
 	ListShards(ctx context.Context) ([]tenantdir.Shard, error)
 	Place(ctx context.Context, p tenantdir.Placement) (tenantdir.Record, error)
+	Unplace(ctx context.Context, workspaceID, shard string) (tenantdir.Record, error)
+	FreeSlug(ctx context.Context, workspaceID, slug string) error
 }
 
 // Config is what New needs. Default, DefaultShard, Directory, Catalogue,
@@ -92,6 +95,7 @@ type Router struct {
 	placed    sync.Map                     // workspace id -> shard id, placed by this node (directory lag)
 	copies    sync.Map                     // shard id + "/" + user id -> struct{}: the copy exists
 	repairing sync.Map                     // shard id + "/" + user id -> struct{}: a repair is running
+	syncing   sync.Map                     // key -> struct{}: a copy to the control database being retried (integrations.go)
 	done      chan struct{}                // closed by Close: repairs stop
 	mu        sync.Mutex
 	pools     map[string]*pool // shard id -> pool; guarded by mu

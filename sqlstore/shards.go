@@ -81,6 +81,22 @@ func (s *Store) SlugTaken(ctx context.Context, slug string) (bool, error) {
 	return true, nil
 }
 
+// HasWorkspace reports whether this database holds the workspace's row
+// (deleted or not): the router asks before it removes the placement of a
+// workspace whose creation failed, so as never to orphan one that did
+// commit.
+func (s *Store) HasWorkspace(ctx context.Context, workspaceID string) (bool, error) {
+	var one int
+	err := s.rdb.QueryRowContext(ctx, `SELECT 1 FROM workspaces WHERE id = $1`, workspaceID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("has workspace: %w", err)
+	}
+	return true, nil
+}
+
 // UserCopy is a users row as the router copies it from the control
 // database to a shard. The password hash is never copied: only the
 // control database checks passwords.
@@ -135,6 +151,11 @@ func (s *Store) PutUserCopy(ctx context.Context, u UserCopy) error {
 			  deactivated_at = excluded.deactivated_at, updated_at = excluded.updated_at, is_bot = excluded.is_bot`,
 			u.ID, u.Email, u.Handle, u.Name, u.Title, u.AvatarHash, u.StatusEmoji, u.StatusText,
 			u.StatusExpiresAt, u.DeactivatedAt, u.CreatedAt, u.UpdatedAt, u.IsBot)
+		if isUniqueViolation(err) {
+			// Another user here has the handle (or email): a bot's
+			// handle, chosen on its shard, taken in the control database.
+			return parley.Errorf(parley.ECONFLICT, "handle %q is already taken", u.Handle)
+		}
 		if err != nil {
 			return fmt.Errorf("put user copy: %w", err)
 		}

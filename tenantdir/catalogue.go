@@ -237,7 +237,12 @@ type Placement struct {
 	Region      string
 	// Shard, when set, names the shard instead of the policy choosing one
 	// (it must be active and in Region).
-	Shard    string
+	Shard string
+	// Slug, when set, is reserved for the workspace in the same
+	// transaction: a slug another placed workspace holds is 409 conflict,
+	// however many shards the two would go to. Empty for a placement by
+	// id alone (a workspace that predates routing).
+	Slug     string
 	Limits   map[string]int64
 	Features map[string]bool
 }
@@ -254,6 +259,13 @@ func (c *Catalogue) Place(ctx context.Context, p Placement) (Record, error) {
 	if err := checkOverrides(p.Limits, p.Features); err != nil {
 		return Record{}, err
 	}
+	var slug any // NULL: no slug reserved
+	if p.Slug != "" {
+		if err := parley.ValidateSlug(p.Slug); err != nil {
+			return Record{}, err
+		}
+		slug = p.Slug
+	}
 	var rec Record
 	err := c.tx(ctx, func(tx *sql.Tx, now time.Time) error {
 		var n int
@@ -262,6 +274,14 @@ func (c *Catalogue) Place(ctx context.Context, p Placement) (Record, error) {
 		}
 		if n > 0 {
 			return parley.Errorf(parley.ECONFLICT, "workspace %q is already placed", p.WorkspaceID)
+		}
+		if p.Slug != "" {
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tenantdir_workspaces WHERE slug = $1`, p.Slug).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return errSlugTaken(p.Slug)
+			}
 		}
 		loads, err := c.loads(ctx, tx, p.Region)
 		if err != nil {
@@ -278,14 +298,91 @@ func (c *Catalogue) Place(ctx context.Context, p Placement) (Record, error) {
 		rec = Record{WorkspaceID: p.WorkspaceID, ShardID: shard, Region: p.Region, Status: StatusActive,
 			Limits: p.Limits, Features: p.Features, ChangedAt: now}
 		lim, feat := encodeOverrides(rec.Limits, rec.Features)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tenantdir_workspaces (id, shard_id, region, status, limits, features, changed_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, rec.WorkspaceID, rec.ShardID, rec.Region, rec.Status, lim, feat, c.ts(now)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tenantdir_workspaces (id, shard_id, region, status, limits, features, changed_at, slug)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, rec.WorkspaceID, rec.ShardID, rec.Region, rec.Status, lim, feat, c.ts(now), slug); err != nil {
 			return err
 		}
 		return c.logWorkspace(ctx, tx, &rec)
 	})
 	if err != nil {
+		if isSlugViolation(err) {
+			// Two placements of one slug checked it at once (PostgreSQL,
+			// read committed); the unique index let one in.
+			err = errSlugTaken(p.Slug)
+		}
 		return Record{}, fmt.Errorf("place workspace %s: %w", p.WorkspaceID, raced(err, "workspace %q is already placed", p.WorkspaceID))
+	}
+	return rec, nil
+}
+
+func errSlugTaken(slug string) error {
+	return parley.Errorf(parley.ECONFLICT, "slug %q is taken", slug)
+}
+
+// isSlugViolation reports whether err is the slug index's unique
+// violation (PostgreSQL names the index, SQLite the column).
+func isSlugViolation(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "tenantdir_workspaces_slug") || strings.Contains(msg, "tenantdir_workspaces.slug")
+}
+
+// FreeSlug gives up a workspace's slug reservation (the workspace was
+// deleted: its slug may be taken again, as in a single database). It is
+// a no-op when the workspace is not placed or holds another slug or none.
+// It appends nothing to the change log: the slug is not part of the
+// record that the log, the projections and the clients carry.
+func (c *Catalogue) FreeSlug(ctx context.Context, workspaceID, slug string) error {
+	if _, err := c.db.ExecContext(ctx, `UPDATE tenantdir_workspaces SET slug = NULL WHERE id = $1 AND slug = $2`,
+		workspaceID, slug); err != nil {
+		return fmt.Errorf("free slug of workspace %s: %w", workspaceID, err)
+	}
+	return nil
+}
+
+// Slug returns the slug reserved for a workspace ("" for none).
+func (c *Catalogue) Slug(ctx context.Context, workspaceID string) (string, error) {
+	var slug sql.NullString
+	err := c.db.QueryRowContext(ctx, `SELECT slug FROM tenantdir_workspaces WHERE id = $1`, workspaceID).Scan(&slug)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", parley.Errorf(parley.ENOTFOUND, "workspace %q is not placed", workspaceID)
+	}
+	if err != nil {
+		return "", fmt.Errorf("slug of workspace %s: %w", workspaceID, err)
+	}
+	return slug.String, nil
+}
+
+// Unplace removes a workspace's placement: the undo of a Place whose
+// workspace was then not created on its shard. It is allowed only while
+// the entry is active on that shard with no move (anything else means the
+// workspace lives, or is being moved, and its entry must stay): 409
+// conflict otherwise, 404 when it is not placed. The removal is logged as
+// a tombstone (the record with Removed set) so that projections drop the
+// entry and clients' caches forget it; its slug is freed with it.
+func (c *Catalogue) Unplace(ctx context.Context, workspaceID, shard string) (Record, error) {
+	var rec Record
+	err := c.tx(ctx, func(tx *sql.Tx, now time.Time) error {
+		r, err := c.workspace(ctx, tx, workspaceID)
+		if err != nil {
+			return err
+		}
+		if r.ShardID != shard || r.Status != StatusActive || r.TargetShard != "" {
+			return parley.Errorf(parley.ECONFLICT, "workspace %s is %s on shard %s%s: only an active entry on shard %s with no move can be removed",
+				workspaceID, r.Status, r.ShardID, moveNote(&r), shard)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM tenantdir_workspaces WHERE id = $1`, workspaceID); err != nil {
+			return err
+		}
+		seq, err := c.appendChange(ctx, tx, KindWorkspace, workspaceID, now)
+		if err != nil {
+			return err
+		}
+		r.Removed, r.Version, r.ChangedAt = true, seq, now
+		rec = r
+		return c.setPayload(ctx, tx, Change{Seq: seq, Kind: KindWorkspace, Workspace: &r})
+	})
+	if err != nil {
+		return Record{}, fmt.Errorf("unplace workspace %s: %w", workspaceID, err)
 	}
 	return rec, nil
 }

@@ -3,6 +3,7 @@ package tenantdir
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -250,6 +251,146 @@ func TestCatalogueConcurrentPlacement(t *testing.T) {
 		}
 		if total := shards[0].Workspaces + shards[1].Workspaces; total != n {
 			t.Fatalf("%d workspaces placed, want %d", total, n)
+		}
+	})
+}
+
+// TestCatalogueSlugReservation: a slug is held by one placed workspace at
+// a time, on whatever shard; placements by id alone reserve none; a freed
+// slug (a deleted workspace) and an unplaced workspace's slug can be
+// taken again.
+func TestCatalogueSlugReservation(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *Catalogue) {
+		ctx := context.Background()
+		for _, id := range []string{"a", "b"} {
+			mustDo(t, second(c.AddShard(ctx, Shard{ID: id, Region: "eu"})))
+		}
+		mustDo(t, second(c.Place(ctx, Placement{WorkspaceID: "w1", Region: "eu", Shard: "a", Slug: "acme"})))
+		_, err := c.Place(ctx, Placement{WorkspaceID: "w2", Region: "eu", Shard: "b", Slug: "acme"})
+		if parley.ErrorCode(err) != parley.ECONFLICT || !strings.Contains(err.Error(), "slug") {
+			t.Fatalf("second placement of a slug: %v, want a slug conflict", err)
+		}
+		if _, err := c.Workspace(ctx, "w2"); parley.ErrorCode(err) != parley.ENOTFOUND {
+			t.Fatalf("the refused placement was written: %v", err)
+		}
+		if _, err := c.Place(ctx, Placement{WorkspaceID: "w3", Region: "eu", Slug: "Not A Slug"}); parley.ErrorCode(err) != parley.EINVALID {
+			t.Fatalf("bad slug: %v", err)
+		}
+		// By id alone: any number, no slug.
+		mustDo(t, second(c.Place(ctx, Placement{WorkspaceID: "old1", Region: "eu"})))
+		mustDo(t, second(c.Place(ctx, Placement{WorkspaceID: "old2", Region: "eu"})))
+		if s, err := c.Slug(ctx, "old1"); err != nil || s != "" {
+			t.Fatalf("slug of a placement by id = %q, %v", s, err)
+		}
+
+		// Freeing with another slug changes nothing; with its own, frees it.
+		mustDo(t, c.FreeSlug(ctx, "w1", "other"))
+		if s, _ := c.Slug(ctx, "w1"); s != "acme" {
+			t.Fatalf("slug after freeing another = %q", s)
+		}
+		before, _, _ := c.ChangeCount(ctx)
+		mustDo(t, c.FreeSlug(ctx, "w1", "acme"))
+		mustDo(t, c.FreeSlug(ctx, "w1", "acme")) // again: a no-op
+		mustDo(t, c.FreeSlug(ctx, "nope", "acme"))
+		if after, _, _ := c.ChangeCount(ctx); after != before {
+			t.Fatalf("freeing a slug logged %d changes", after-before)
+		}
+		if _, err := c.Workspace(ctx, "w1"); err != nil {
+			t.Fatalf("freeing the slug removed the entry: %v", err)
+		}
+		mustDo(t, second(c.Place(ctx, Placement{WorkspaceID: "w2", Region: "eu", Shard: "b", Slug: "acme"})))
+
+		// Unplacing frees the slug with the entry.
+		mustDo(t, second(c.Unplace(ctx, "w2", "b")))
+		mustDo(t, second(c.Place(ctx, Placement{WorkspaceID: "w4", Region: "eu", Slug: "acme"})))
+	})
+}
+
+// TestCatalogueConcurrentSlug: many placements of one slug at once (each
+// a different workspace): one wins, the others get a slug conflict, never
+// a raw unique violation.
+func TestCatalogueConcurrentSlug(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *Catalogue) {
+		ctx := context.Background()
+		for _, id := range []string{"a", "b"} {
+			mustDo(t, second(c.AddShard(ctx, Shard{ID: id, Region: "eu", Capacity: 100})))
+		}
+		const n = 16
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				_, err := c.Place(ctx, Placement{WorkspaceID: fmt.Sprintf("w%d", i), Region: "eu", Slug: "same"})
+				errs <- err
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		wins := 0
+		for err := range errs {
+			switch {
+			case err == nil:
+				wins++
+			case parley.ErrorCode(err) != parley.ECONFLICT || !strings.Contains(err.Error(), `slug "same" is taken`):
+				t.Fatalf("concurrent placement of one slug: %v", err)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("%d placements of one slug won, want 1", wins)
+		}
+	})
+}
+
+// TestCatalogueUnplace: only an active entry on the named shard with no
+// move can be removed; the removal is logged as a tombstone newer than
+// the entry, and the entry is gone.
+func TestCatalogueUnplace(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *Catalogue) {
+		ctx := context.Background()
+		for _, id := range []string{"a", "b"} {
+			mustDo(t, second(c.AddShard(ctx, Shard{ID: id, Region: "eu", DSN: "dsn-" + id})))
+		}
+		placed, err := c.Place(ctx, Placement{WorkspaceID: "w", Region: "eu", Shard: "a", Slug: "ws"})
+		mustDo(t, err)
+		if _, err := c.Unplace(ctx, "w", "b"); parley.ErrorCode(err) != parley.ECONFLICT {
+			t.Fatalf("unplace from another shard: %v", err)
+		}
+		mustDo(t, second(c.BeginMove(ctx, "w", "b")))
+		if _, err := c.Unplace(ctx, "w", "a"); parley.ErrorCode(err) != parley.ECONFLICT {
+			t.Fatalf("unplace while moving: %v", err)
+		}
+		mustDo(t, second(c.AbortMove(ctx, "w")))
+		mustDo(t, second(c.Freeze(ctx, "w")))
+		if _, err := c.Unplace(ctx, "w", "a"); parley.ErrorCode(err) != parley.ECONFLICT {
+			t.Fatalf("unplace while read-only: %v", err)
+		}
+		cur, err := c.Unfreeze(ctx, "w")
+		mustDo(t, err)
+
+		tomb, err := c.Unplace(ctx, "w", "a")
+		mustDo(t, err)
+		if !tomb.Removed || tomb.Version <= cur.Version || tomb.Version <= placed.Version || tomb.DSN != "dsn-a" {
+			t.Fatalf("tombstone %+v after %+v", tomb, cur)
+		}
+		if _, err := c.Workspace(ctx, "w"); parley.ErrorCode(err) != parley.ENOTFOUND {
+			t.Fatalf("workspace after unplace: %v", err)
+		}
+		if _, err := c.Unplace(ctx, "w", "a"); parley.ErrorCode(err) != parley.ENOTFOUND {
+			t.Fatalf("unplace twice: %v", err)
+		}
+		pending, err := c.Pending(ctx, 1000)
+		mustDo(t, err)
+		last := pending[len(pending)-1]
+		if last.Workspace == nil || !last.Workspace.Removed || last.Seq != tomb.Version {
+			t.Fatalf("last change %+v, want the tombstone", last.Workspace)
+		}
+		shards, err := c.ListShards(ctx)
+		mustDo(t, err)
+		if shards[0].Workspaces != 0 {
+			t.Fatalf("shard a still counts %d workspaces", shards[0].Workspaces)
 		}
 	})
 }

@@ -203,6 +203,9 @@ func (l loader) Load(ctx context.Context, ws string) (*entry, error) {
 	// A change heard while this load was in flight found no entry to
 	// replace; it wins if newer.
 	if heard, ok := c.latest.GetIfPresent(ws); ok && heard.Version > rec.Version {
+		if heard.Removed {
+			return nil, otter.ErrNotFound
+		}
 		rec = heard
 	}
 	c.lkg.Store(ws, rec)
@@ -309,17 +312,29 @@ func (c *Client) heard(m *nats.Msg) {
 		}
 	}
 	c.latest.Set(rec.WorkspaceID, rec)
-	_, replaced := c.cache.ComputeIfPresent(rec.WorkspaceID, func(old *entry) (*entry, otter.ComputeOp) {
+	changed := false
+	c.cache.ComputeIfPresent(rec.WorkspaceID, func(old *entry) (*entry, otter.ComputeOp) {
 		if !old.stale && old.rec.Version >= rec.Version {
 			return old, otter.CancelOp
 		}
+		changed = true
+		if rec.Removed {
+			// The placement is gone: the next lookup asks the replicas
+			// (not_found), and a load in flight sees the tombstone in
+			// latest.
+			return nil, otter.InvalidateOp
+		}
 		return &entry{rec: rec}, otter.WriteOp
 	})
-	if replaced {
+	if changed {
 		c.m.invalidations.Inc()
 	}
-	if _, ok := c.lkg.Load(rec.WorkspaceID); ok {
-		c.lkg.Store(rec.WorkspaceID, rec)
+	if old, ok := c.lkg.Load(rec.WorkspaceID); ok && old.(Record).Version < rec.Version {
+		if rec.Removed {
+			c.lkg.Delete(rec.WorkspaceID)
+		} else {
+			c.lkg.Store(rec.WorkspaceID, rec)
+		}
 	}
 }
 

@@ -317,3 +317,26 @@ func TestLookupLatencyChaos(t *testing.T) {
 		t.Fatalf("fraction 0 still delays (%v)", d)
 	}
 }
+
+// TestClientForgetsUnplaced: a client holding a workspace's record hears
+// its removal and answers not_found, with no stale serve of the old
+// record; a replica asked afterwards says not_found too.
+func TestClientForgetsUnplaced(t *testing.T) {
+	d := newDir(t, "eu")
+	rec := d.place(t, "w", "eu")
+	c, reg := d.client(t, ClientConfig{Regions: []string{"eu"}})
+	lookupEventually(t, c, "w")
+	mustDo(t, second(d.cat.Unplace(context.Background(), "w", rec.ShardID)))
+	waitFor(t, 5*time.Second, "the client to forget the workspace", func() bool {
+		_, err := c.Lookup(context.Background(), "w")
+		return parley.ErrorCode(err) == parley.ENOTFOUND
+	})
+	if n := counter(t, reg, "parley_tenantdir_stale_serves_total"); n != 0 {
+		t.Fatalf("%v stale serves", n)
+	}
+	// A new client loads it from the replica: not_found.
+	c2, _ := d.client(t, ClientConfig{Regions: []string{"eu"}})
+	if _, err := c2.Lookup(context.Background(), "w"); parley.ErrorCode(err) != parley.ENOTFOUND {
+		t.Fatalf("a new client's lookup: %v", err)
+	}
+}

@@ -136,6 +136,8 @@ func (p *Projection) handle(m jetstream.Msg) {
 }
 
 // apply keeps the change when it is newer than what the projection holds.
+// A tombstone (a removed placement) is kept too, so that an older record
+// delivered after it changes nothing; lookups do not see it.
 func (p *Projection) apply(ch Change, streamSeq uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -157,15 +159,20 @@ func (p *Projection) Workspace(id string) (Record, bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	r, ok := p.workspaces[id]
+	if r.Removed {
+		return Record{}, false
+	}
 	return r, ok
 }
 
-// Workspaces returns every record, by id.
+// Workspaces returns every record (tombstones left out), by id.
 func (p *Projection) Workspaces() []Record {
 	p.mu.RLock()
 	out := make([]Record, 0, len(p.workspaces))
 	for _, r := range p.workspaces {
-		out = append(out, r)
+		if !r.Removed {
+			out = append(out, r)
+		}
 	}
 	p.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].WorkspaceID < out[j].WorkspaceID })

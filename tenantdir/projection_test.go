@@ -57,6 +57,10 @@ func churn(t *testing.T, cat *Catalogue) {
 	mustDo(t, second(cat.Freeze(ctx, "w04")))
 	mustDo(t, second(cat.SetOverrides(ctx, "w05", nil, map[string]bool{"huddles": false})))
 	mustDo(t, second(cat.DrainShard(ctx, "eu1")))
+	// A placement whose creation failed, removed: a tombstone in the log.
+	gone, err := cat.Place(ctx, Placement{WorkspaceID: "gone", Region: "eu", Slug: "gone"})
+	mustDo(t, err)
+	mustDo(t, second(cat.Unplace(ctx, "gone", gone.ShardID)))
 }
 
 func mustDo(t testing.TB, err error) {

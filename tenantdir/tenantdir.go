@@ -106,6 +106,11 @@ type Record struct {
 	// record; a newer version always wins.
 	Version   int64     `json:"version"`
 	ChangedAt time.Time `json:"changed_at"`
+	// Removed marks a tombstone: the workspace's placement was removed
+	// (Catalogue.Unplace). It travels the change log and the streams so
+	// that projections and clients drop the entry (and an older record
+	// delivered late cannot bring it back); lookups never return one.
+	Removed bool `json:"removed,omitempty"`
 }
 
 // ForAudience is the record as aud may see it.

@@ -119,6 +119,20 @@ func TestServeRoutesToShards(t *testing.T) {
 	if len(page.Messages) != 1 || page.Messages[0].Text != "on the second shard" {
 		t.Fatalf("history = %+v", page)
 	}
+	// Integrations are routed too: a webhook of the second shard's
+	// workspace posts there.
+	var hook struct {
+		URL string `json:"url"`
+	}
+	api("POST", "/channels/"+ch.ID+"/webhooks", login.Token, map[string]string{"name": "CI"}, http.StatusCreated, &hook)
+	resp, err := http.Post(hook.URL, "application/json", strings.NewReader(`{"text":"from a webhook"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("webhook post = %d", resp.StatusCode)
+	}
 	count := func(dsn string) int {
 		db, err := sql.Open("pgx", dsn)
 		if err != nil {
@@ -133,7 +147,7 @@ func TestServeRoutesToShards(t *testing.T) {
 		}
 		return n
 	}
-	if c, s := count(control), count(second); c != 0 || s != 1 {
+	if c, s := count(control), count(second); c != 0 || s != 2 {
 		t.Fatalf("the message is in the control database %d times and in the shard %d times", c, s)
 	}
 	p.stop(t)
