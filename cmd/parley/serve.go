@@ -203,6 +203,16 @@ func (n *node) exporter() parley.Exporter {
 	return n.store
 }
 
+// notifyStore keeps email preferences and the notifier's state: the
+// router when store routing is on (preferences and claims on the control
+// database, unread items from every shard).
+func (n *node) notifyStore() parley.NotifyStore {
+	if n.router != nil {
+		return n.router
+	}
+	return n.store
+}
+
 // Run opens the node's parts in order (the bus, the store, the live
 // configuration, the demo, the query cache, the listeners, the membership,
 // the affinity ring, presence and the gateway) and starts serving. It
@@ -357,7 +367,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 		Integrations:     integStore,
 		Audit:            n.audit,
 		Files:            n.files,
-		Notify:           n.store,
+		Notify:           n.notifyStore(),
 		NotifySecret:     []byte(o.EmailSecret),
 		EmailEnabled:     n.notifier != nil,
 		WorkspaceDeleted: n.purger.Start})
