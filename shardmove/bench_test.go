@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,4 +96,66 @@ func median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkFenceWriteCost measures what the source's fence (fence.go)
+// costs the write path: posts (each writes a message, an event, the
+// channel's counters and the poster's read marker: a trigger call in at
+// least four fenced tables), from 8 writers through a real sqlstore.Store on one shard,
+// with the fence's triggers dropped and installed, alternately, in one
+// run (another workspace's fence row present, as after a move).
+//
+//	go test -run XXX -bench FenceWriteCost -benchtime 3000x ./shardmove
+func BenchmarkFenceWriteCost(b *testing.B) {
+	r := newRig(b)
+	ctx := context.Background()
+	st, db := r.stores["eu1"], r.dbs["eu1"]
+	tm := seedTeam(b, st, nil, 30)
+	if err := installFence(ctx, db); err != nil {
+		b.Fatal(err)
+	}
+	if err := setFence(ctx, db, "W-moved-away", true); err != nil {
+		b.Fatal(err)
+	}
+	triggers := func(on bool) {
+		b.Helper()
+		if on {
+			if err := installFence(ctx, db); err != nil {
+				b.Fatal(err)
+			}
+			return
+		}
+		s, err := loadSchema(ctx, db)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, t := range s.tables {
+			if _, err := db.Exec(`DROP TRIGGER IF EXISTS ` + fenceTrigger + ` ON ` + quote(t.name)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var n atomic.Int64
+	// Off, on, on, off (and again): the store's tables grow as the run
+	// posts, which slows the later runs; the order cancels that drift.
+	for round, on := range []bool{false, true, true, false, false, true, true, false} {
+		name := map[bool]string{false: "fence=off", true: "fence=on"}[on] + "/round=" + fmt.Sprint(round+1)
+		b.Run(name, func(b *testing.B) {
+			triggers(on)
+			b.SetParallelism(4) // 8 writers on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(n.Add(1))
+				u := tm.members[i%len(tm.members)]
+				ch := tm.channels[i%len(tm.channels)]
+				for k := 0; pb.Next(); k++ {
+					if _, _, err := st.PostMessage(ctx, u.ID, ch.ID, parley.NewMessage{Text: fmt.Sprintf("bench %d", k)}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "posts/s")
+		})
+	}
 }

@@ -318,14 +318,12 @@ func (j *job) switchOver(ctx context.Context) (map[string]int64, error) {
 		return nil, ctx.Err()
 	}
 	j.sum.Drain = time.Since(drainStart)
-	// Fence the workspace in the source (fence.go): from here no new
-	// event of it commits there. Then wait for the posts still in flight:
-	// each holds its channel's row until it commits.
+	// Fence the workspace in the source (fence.go): the fence commits once
+	// every write of the workspace that passed the fence's check there has
+	// finished, and no later one commits, so the final round sees the
+	// source's last state.
+	j.fenced = true // (before: its commit's answer may be lost)
 	if err := setFence(ctx, j.src, j.ws, true); err != nil {
-		return nil, err
-	}
-	j.fenced = true
-	if err := j.fence(ctx); err != nil {
 		return nil, err
 	}
 	var verified map[string]int64
@@ -360,20 +358,6 @@ func (j *job) switchOver(ctx context.Context) (map[string]int64, error) {
 	j.sum.ReadOnly = time.Since(start)
 	j.mv.progress(Progress{Phase: "switch", Note: fmt.Sprintf("active on %s after %v read-only", j.sum.To, j.sum.ReadOnly.Round(time.Millisecond))})
 	return verified, nil
-}
-
-// fence waits until no transaction holds a lock on one of the workspace's
-// channel rows (every post, edit, reaction and pin takes one).
-func (j *job) fence(ctx context.Context) error {
-	tx, err := j.src.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("fence: %w", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SELECT id FROM channels WHERE workspace_id = $1 ORDER BY id FOR SHARE`, j.ws); err != nil {
-		return fmt.Errorf("fence: %w", err)
-	}
-	return tx.Commit()
 }
 
 // verify checks, on one snapshot of the source, that the target has the

@@ -146,6 +146,11 @@ func upsert(ctx context.Context, db *sql.DB, t *table, rows [][]any) error {
 		return fmt.Errorf("write %s: %w", t.name, err)
 	}
 	defer tx.Rollback()
+	// The mover's writes pass the fence (fence.go), whatever the shard's
+	// fence rows say.
+	if _, err := tx.ExecContext(ctx, setBypass); err != nil {
+		return fmt.Errorf("write %s: %w", t.name, err)
+	}
 	set := make([]string, 0, len(t.cols))
 	for _, c := range t.cols {
 		if !contains(t.pk, c) {
@@ -275,7 +280,8 @@ func syncRows(ctx context.Context, src querier, tgt *sql.DB, t *table, sc scope,
 	return changed, nil
 }
 
-// deleteKeys deletes t's rows with the given keys, batch keys a statement.
+// deleteKeys deletes t's rows with the given keys, batch keys a statement
+// (passing the fence: the mover's deletes).
 func deleteKeys(ctx context.Context, db *sql.DB, t *table, keys [][]any, batch int) error {
 	for len(keys) > 0 {
 		n := min(batch, len(keys), maxParams/len(t.pk))
@@ -283,7 +289,7 @@ func deleteKeys(ctx context.Context, db *sql.DB, t *table, keys [][]any, batch i
 		for _, k := range keys[:n] {
 			args = append(args, k...)
 		}
-		if _, err := db.ExecContext(ctx, `DELETE FROM `+quote(t.name)+` WHERE (`+quoteAll(t.pk)+`) IN (`+
+		if _, err := bypassExec(ctx, db, `DELETE FROM `+quote(t.name)+` WHERE (`+quoteAll(t.pk)+`) IN (`+
 			placeholders(1, n, len(t.pk))+`)`, args...); err != nil {
 			return fmt.Errorf("delete from %s: %w", t.name, err)
 		}
@@ -293,11 +299,12 @@ func deleteKeys(ctx context.Context, db *sql.DB, t *table, keys [][]any, batch i
 }
 
 // deleteScope deletes every row of t in sc, batch rows a transaction, and
-// returns how many it deleted.
+// returns how many it deleted. Its transactions pass the fence (the purge
+// deletes from a fenced source).
 func deleteScope(ctx context.Context, db *sql.DB, t *table, sc scope, batch int) (int64, error) {
 	var total int64
 	for {
-		res, err := db.ExecContext(ctx, `DELETE FROM `+quote(t.name)+` WHERE ctid IN (SELECT ctid FROM `+quote(t.name)+
+		res, err := bypassExec(ctx, db, `DELETE FROM `+quote(t.name)+` WHERE ctid IN (SELECT ctid FROM `+quote(t.name)+
 			` WHERE `+sc.where+` LIMIT `+strconv.Itoa(batch)+`)`, sc.args...)
 		if err != nil {
 			return total, fmt.Errorf("delete from %s: %w", t.name, err)

@@ -21,6 +21,7 @@ type metrics struct {
 	undos            *prometheus.CounterVec // shard, result
 	slugFrees        *prometheus.CounterVec // result
 	purgedUnplaces   *prometheus.CounterVec // shard, result
+	botSyncs         *prometheus.CounterVec // op, result
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -60,6 +61,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		purgedUnplaces: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_shardstore_purged_unplaces_total", Help: "Directory entries of purged workspaces removed, by shard and result: ok (removed, or gone already), kept (the entry changed since), retry (the control database failed; retried), gave_up (left in the directory)."},
 			[]string{"shard", "result"})),
+		botSyncs: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_bot_syncs_total", Help: "Copies of a bot's row (bot), a token's session (token) or a revocation (revoke) from a workspace's shard to the control database, by result (ok, error)."},
+			[]string{"op", "result"})),
 	}
 }
 

@@ -96,6 +96,7 @@ type Router struct {
 	placed    sync.Map                     // workspace id -> shard id, placed by this node (directory lag)
 	copies    sync.Map                     // shard id + "/" + user id -> struct{}: the copy exists
 	repairing sync.Map                     // shard id + "/" + user id -> struct{}: a repair is running
+	syncing   sync.Map                     // key -> struct{}: a copy to the control database being retried (integrations.go)
 	done      chan struct{}                // closed by Close: repairs stop
 	mu        sync.Mutex
 	pools     map[string]*pool // shard id -> pool; guarded by mu

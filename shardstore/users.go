@@ -162,8 +162,20 @@ func (r *Router) repair(ctx context.Context, shardID, userID string) error {
 	})
 }
 
-func (r *Router) CreateUser(ctx context.Context, u parley.NewUser) (*parley.User, error) {
-	return r.def.g.CreateUser(ctx, u)
+// CreateUser signs up on the control database. A signup may claim an
+// account an import created (docs/import.md, "Users and claims"), whose
+// copies on the shards of the imported workspaces are then brought up to
+// date (active, the signup's handle and name); a new account has no copy,
+// and each shard says so.
+func (r *Router) CreateUser(ctx context.Context, nu parley.NewUser) (*parley.User, error) {
+	u, err := r.def.g.CreateUser(ctx, nu)
+	if err != nil {
+		return nil, err
+	}
+	r.others(withUser(ctx, u.ID), "claim imported account", func(ctx context.Context, p *pool) error {
+		return r.repair(ctx, p.id, u.ID)
+	})
+	return u, nil
 }
 
 func (r *Router) UserCredentials(ctx context.Context, email string) (*parley.User, string, error) {

@@ -319,6 +319,8 @@ func (s *Store) Audit(ctx context.Context, workspaceID string, e parley.AuditEnt
 // AuditBots records the entries in one transaction, each in its bot's
 // workspace: multi-row INSERT … SELECT joining the entries to bots, so
 // there is no read before the write and one statement per 100 entries.
+// An entry whose id is already there is skipped, so that a batch retried
+// with its ids (auditlog) is not written twice.
 func (s *Store) AuditBots(ctx context.Context, entries []parley.AuditEntry) (int, error) {
 	if len(entries) == 0 {
 		return 0, nil
@@ -346,7 +348,8 @@ func (s *Store) AuditBots(ctx context.Context, entries []parley.AuditEntry) (int
 				args = append(args, e.ID, e.BotID, micros(at), e.Action, e.Target, e.Status)
 			}
 			b.WriteString(`) INSERT INTO bot_audit (workspace_id, id, bot_id, at, action, target, status)
-				SELECT b.workspace_id, v.id, v.bot_id, v.at, v.action, v.target, v.status FROM v JOIN bots b ON b.user_id = v.bot_id`)
+				SELECT b.workspace_id, v.id, v.bot_id, v.at, v.action, v.target, v.status FROM v JOIN bots b ON b.user_id = v.bot_id
+				WHERE true ON CONFLICT DO NOTHING`) // an entry written before (a retried batch) is written once; WHERE: SQLite's parser needs it before ON CONFLICT
 			res, err := tx.ExecContext(ctx, b.String(), args...)
 			if err != nil {
 				return fmt.Errorf("insert audit entries: %w", err)

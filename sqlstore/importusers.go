@@ -71,30 +71,100 @@ func (tx *Tx) mapUser(ctx context.Context, workspaceID, source string, u parley.
 		r.UserID, r.Mapped = id, true
 		return r, tx.importMember(ctx, workspaceID, id, role)
 	}
-	email, err := parley.NormalizeEmail(u.Email)
+	if r.UserID, _, r.Created, err = tx.importAccount(ctx, workspaceID, source, u); err != nil {
+		return r, err
+	}
+	r.Matched = !r.Created
+	if err := tx.mapImported(ctx, workspaceID, source, "user", u.ExtID, r.UserID); err != nil {
+		return r, err
+	}
+	return r, tx.importMember(ctx, workspaceID, r.UserID, role)
+}
+
+// importAccount returns the account of an imported user not mapped yet:
+// an existing one with the same email, else one it creates unable to log
+// in, with the email it has (the source's, or one unique to the source
+// account when it has none).
+func (tx *Tx) importAccount(ctx context.Context, workspaceID, source string, u parley.ImportUser) (id, email string, created bool, err error) {
+	email, err = parley.NormalizeEmail(u.Email)
 	if u.Email != "" && err == nil {
 		err = tx.QueryRowContext(ctx, `SELECT id FROM users WHERE email = $1`, email).Scan(&id)
 		switch {
 		case err == nil:
-			r.UserID, r.Matched = id, true
+			return id, email, false, nil
 		case !errors.Is(err, sql.ErrNoRows):
-			return r, fmt.Errorf("match user by email: %w", err)
+			return "", "", false, fmt.Errorf("match user by email: %w", err)
 		}
 	} else {
 		// No usable email: one no person can sign up with, unique to
 		// this source account.
 		email = strings.ToLower(fmt.Sprintf("%s-%s.%s@import.invalid", source, safeLocal(u.ExtID), workspaceID))
-	}
-	if r.UserID == "" {
-		if r.UserID, err = tx.createImportedUser(ctx, workspaceID, source, u, email); err != nil {
-			return r, err
+		err = tx.QueryRowContext(ctx, `SELECT id FROM users WHERE email = $1`, email).Scan(&id)
+		switch {
+		case err == nil:
+			return id, email, false, nil // an earlier run's, not mapped where it ran
+		case !errors.Is(err, sql.ErrNoRows):
+			return "", "", false, fmt.Errorf("match user by email: %w", err)
 		}
-		r.Created = true
 	}
-	if err := tx.mapImported(ctx, workspaceID, source, "user", u.ExtID, r.UserID); err != nil {
-		return r, err
+	if id, err = tx.createImportedUser(ctx, workspaceID, source, u, email); err != nil {
+		return "", "", false, err
 	}
-	return r, tx.importMember(ctx, workspaceID, r.UserID, role)
+	return id, email, true, nil
+}
+
+// ImportAccount is the account ImportAccounts found or made for an
+// imported user.
+type ImportAccount struct {
+	UserID  string
+	Email   string // the account's: ImportUsers on a shard holding its copy matches it by this
+	Created bool
+}
+
+// ImportAccounts finds or creates the account of each user, as
+// ImportUsers does for those it has not mapped, without mapping them or
+// making them members: the control database's part of an import routed
+// over shards (shardstore), where accounts live apart from the workspace.
+func (s *Store) ImportAccounts(ctx context.Context, workspaceID, source string, users []parley.ImportUser) ([]ImportAccount, error) {
+	out := make([]ImportAccount, 0, len(users))
+	for chunk := range slices.Chunk(users, 500) {
+		var done []ImportAccount
+		err := s.write(ctx, "import accounts", func(ctx context.Context, tx *Tx) error {
+			done = done[:0]
+			for _, u := range chunk {
+				if u.ExtID == "" {
+					return parley.Errorf(parley.EINVALID, "imported user without an id")
+				}
+				id, email, created, err := tx.importAccount(ctx, workspaceID, source, u)
+				if err != nil {
+					return fmt.Errorf("import account %s: %w", u.ExtID, err)
+				}
+				done = append(done, ImportAccount{UserID: id, Email: email, Created: created})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, done...)
+	}
+	return out, nil
+}
+
+// ImportedUserIDs returns the accounts earlier runs mapped those of
+// extIDs to in the workspace (import_map), by ext id.
+func (s *Store) ImportedUserIDs(ctx context.Context, workspaceID, source string, extIDs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, ext := range extIDs {
+		id, err := mapped(ctx, s.rdb, workspaceID, source, "user", ext)
+		if err != nil {
+			return nil, err
+		}
+		if id != "" {
+			out[ext] = id
+		}
+	}
+	return out, nil
 }
 
 // safeLocal keeps the characters of s that may stand in an email's local part.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -64,36 +65,109 @@ const pendingUsers = `
 	LEFT JOIN notify_sent ns ON ns.user_id = cm.user_id AND ns.channel_id = cm.channel_id
 	WHERE c.kind IN ('dm', 'group_dm') AND c.msg_count > cm.read_ord AND c.last_seq > COALESCE(ns.seq, 0)`
 
+// recipientColumns are a NotifyRecipient's columns: u the user, p their
+// preference and st their notifier state.
+const recipientColumns = `u.id, u.email, u.name, COALESCE(p.mode, 'on'), COALESCE(p.interval_seconds, $1), COALESCE(st.last_sent_at, 0)`
+
+// recipientFrom joins a user to their preference and state, keeping the
+// active people with email on.
+const recipientFrom = ` FROM users u
+	LEFT JOIN notify_prefs p ON p.user_id = u.id
+	LEFT JOIN notify_state st ON st.user_id = u.id
+	WHERE u.deactivated_at IS NULL AND NOT u.is_bot AND COALESCE(p.mode, 'on') = 'on'`
+
 // NotifyRecipients returns up to limit active people with email on and
 // something unread that was never emailed, those emailed longest ago first.
 func (s *Store) NotifyRecipients(ctx context.Context, limit int) ([]parley.NotifyRecipient, error) {
 	rows, err := s.rdb.QueryContext(ctx,
-		`SELECT u.id, u.email, u.name, COALESCE(p.mode, 'on'), COALESCE(p.interval_seconds, $1), COALESCE(st.last_sent_at, 0)
-		 FROM users u
-		 LEFT JOIN notify_prefs p ON p.user_id = u.id
-		 LEFT JOIN notify_state st ON st.user_id = u.id
-		 WHERE u.deactivated_at IS NULL AND NOT u.is_bot AND COALESCE(p.mode, 'on') = 'on'
+		`SELECT `+recipientColumns+recipientFrom+`
 		   AND u.id IN (`+pendingUsers+`)
 		 ORDER BY COALESCE(st.last_sent_at, 0), u.id
 		 LIMIT $2`, parley.NotifyDefaultInterval, limit)
 	if err != nil {
 		return nil, fmt.Errorf("notify recipients: %w", err)
 	}
+	out, err := scanRecipients(rows, nil)
+	if err != nil {
+		return nil, fmt.Errorf("notify recipients: %w", err)
+	}
+	return out, nil
+}
+
+func scanRecipients(rows *sql.Rows, out []parley.NotifyRecipient) ([]parley.NotifyRecipient, error) {
 	defer rows.Close()
-	var out []parley.NotifyRecipient
 	for rows.Next() {
 		var r parley.NotifyRecipient
 		var last int64
 		if err := rows.Scan(&r.UserID, &r.Email, &r.Name, &r.Prefs.Mode, &r.Prefs.IntervalSeconds, &last); err != nil {
-			return nil, fmt.Errorf("notify recipients: %w", err)
+			return nil, err
 		}
 		if last > 0 {
 			r.LastSentAt = fromMicros(last)
 		}
 		out = append(out, r)
 	}
+	return out, rows.Err()
+}
+
+// NotifyPending returns the ids of the users with an unread mention or DM
+// on this database beyond what was emailed to them, in id order after
+// after, at most limit. It reads neither preferences nor notifier state:
+// it is a shard's part of the store router's NotifyRecipients, which reads
+// those from the control database (NotifyRecipientsOf).
+func (s *Store) NotifyPending(ctx context.Context, after string, limit int) ([]string, error) {
+	rows, err := s.rdb.QueryContext(ctx,
+		`SELECT pu.user_id FROM (`+pendingUsers+`) pu WHERE pu.user_id > $1 ORDER BY pu.user_id LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("notify pending: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("notify pending: %w", err)
+		}
+		out = append(out, id)
+	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("notify recipients: %w", err)
+		return nil, fmt.Errorf("notify pending: %w", err)
+	}
+	return out, nil
+}
+
+// recipientsChunk is how many ids one NotifyRecipientsOf query names.
+const recipientsChunk = 500
+
+// NotifyRecipientsOf returns those of userIDs who are active people with
+// email on, with their preference and state, those emailed longest ago
+// first, at most limit: NotifyRecipients for users whose pending items
+// other databases found (the store router's, on the control database).
+func (s *Store) NotifyRecipientsOf(ctx context.Context, userIDs []string, limit int) ([]parley.NotifyRecipient, error) {
+	var out []parley.NotifyRecipient
+	for ids := range slices.Chunk(userIDs, recipientsChunk) {
+		args := make([]any, 0, len(ids)+1)
+		args = append(args, parley.NotifyDefaultInterval)
+		for _, id := range ids {
+			args = append(args, id)
+		}
+		rows, err := s.rdb.QueryContext(ctx,
+			`SELECT `+recipientColumns+recipientFrom+` AND u.id IN (`+inClause(2, len(ids))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("notify recipients of: %w", err)
+		}
+		if out, err = scanRecipients(rows, out); err != nil {
+			return nil, fmt.Errorf("notify recipients of: %w", err)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].LastSentAt.Equal(out[j].LastSentAt) {
+			return out[i].LastSentAt.Before(out[j].LastSentAt)
+		}
+		return out[i].UserID < out[j].UserID
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
 	}
 	return out, nil
 }
@@ -201,18 +275,9 @@ func (s *Store) ClaimNotify(ctx context.Context, userID, node string, now, until
 // NotifySent records that an email covering items went out at sentAt and
 // releases node's claim.
 func (s *Store) NotifySent(ctx context.Context, userID, node string, items []parley.MissedItem, sentAt time.Time) error {
-	last := map[string]int64{}
-	for _, it := range items {
-		last[it.ChannelID] = max(last[it.ChannelID], it.Seq)
-	}
 	return s.write(ctx, "notify_sent", func(ctx context.Context, tx *Tx) error {
-		for ch, seq := range last {
-			if _, err := tx.ExecContext(ctx,
-				`INSERT INTO notify_sent (user_id, channel_id, seq) VALUES ($1, $2, $3)
-				 ON CONFLICT (user_id, channel_id) DO UPDATE SET seq = excluded.seq WHERE notify_sent.seq < excluded.seq`,
-				userID, ch, seq); err != nil {
-				return fmt.Errorf("notify sent: %w", err)
-			}
+		if err := tx.markNotified(ctx, userID, items); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx,
 			`UPDATE notify_state SET last_sent_at = $1, claimed_by = '', claimed_until = 0
@@ -221,6 +286,33 @@ func (s *Store) NotifySent(ctx context.Context, userID, node string, items []par
 		}
 		return nil
 	})
+}
+
+// MarkNotified records that an email covered items (notify_sent) without
+// touching the user's notifier state: a shard's part of the store
+// router's NotifySent, whose state is the control database's.
+func (s *Store) MarkNotified(ctx context.Context, userID string, items []parley.MissedItem) error {
+	return s.write(ctx, "mark_notified", func(ctx context.Context, tx *Tx) error {
+		return tx.markNotified(ctx, userID, items)
+	})
+}
+
+// markNotified raises the user's notify_sent seq of each item's channel
+// to the item's.
+func (tx *Tx) markNotified(ctx context.Context, userID string, items []parley.MissedItem) error {
+	last := map[string]int64{}
+	for _, it := range items {
+		last[it.ChannelID] = max(last[it.ChannelID], it.Seq)
+	}
+	for ch, seq := range last {
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO notify_sent (user_id, channel_id, seq) VALUES ($1, $2, $3)
+			 ON CONFLICT (user_id, channel_id) DO UPDATE SET seq = excluded.seq WHERE notify_sent.seq < excluded.seq`,
+			userID, ch, seq); err != nil {
+			return fmt.Errorf("notify sent: %w", err)
+		}
+	}
+	return nil
 }
 
 // ReleaseNotify gives up node's claim on the user without recording an email.

@@ -191,6 +191,11 @@ func (s *Store) PutUserCopy(ctx context.Context, u UserCopy) error {
 			  deactivated_at = excluded.deactivated_at, updated_at = excluded.updated_at, is_bot = excluded.is_bot`,
 			u.ID, u.Email, u.Handle, u.Name, u.Title, u.AvatarHash, u.StatusEmoji, u.StatusText,
 			u.StatusExpiresAt, u.DeactivatedAt, u.CreatedAt, u.UpdatedAt, u.IsBot)
+		if isUniqueViolation(err) {
+			// Another user here has the handle (or email): a bot's
+			// handle, chosen on its shard, taken in the control database.
+			return parley.Errorf(parley.ECONFLICT, "handle %q is already taken", u.Handle)
+		}
 		if err != nil {
 			return fmt.Errorf("put user copy: %w", err)
 		}

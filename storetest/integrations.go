@@ -147,6 +147,18 @@ func init() {
 		if len(p4.Entries) != 1 || p4.Entries[0].BotID != bot2.User.ID || p4.Entries[0].Status != 204 {
 			t.Fatalf("audit of ws2 after AuditBots: %+v", p4.Entries)
 		}
+		// A batch retried with its ids (the audit writer's retry) is
+		// written once.
+		again := []parley.AuditEntry{{ID: parley.NewID(parley.PrefixAuditEntry), BotID: bot2.User.ID, Action: "retried", Status: 200}}
+		for range 2 {
+			_, err = is.AuditBots(ctx(t), again)
+			NoErr(t, err)
+		}
+		p5, err := is.BotAudit(ctx(t), member.ID, ws2.ID, "", "", 10)
+		NoErr(t, err)
+		if len(p5.Entries) != 2 || p5.Entries[0].Action != "retried" {
+			t.Fatalf("audit of ws2 after a retried batch: %+v", p5.Entries)
+		}
 		// The owner (an admin) may delete it without being in the channel.
 		NoErr(t, is.DeleteWebhook(ctx(t), owner.ID, ws.ID, hook.ID))
 		_, err = is.WebhookByID(ctx(t), hook.ID)

@@ -73,7 +73,7 @@ func (n *node) startNotifier(baseURL string) error {
 	}
 	var err error
 	n.notifier, err = notify.New(notify.Config{
-		Store: n.store,
+		Store: n.notifyStore(),
 		SMTP: notify.SMTP{Host: o.SMTPHost, Port: o.SMTPPort, Username: o.SMTPUser, Password: o.SMTPPassword,
 			From: o.SMTPFrom, TLS: o.SMTPTLS},
 		BaseURL:      baseURL,

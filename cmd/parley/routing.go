@@ -15,8 +15,9 @@ import (
 // every shard, the node's own database being the default shard (the
 // control database of accounts and sessions). Each shard's store is
 // opened with the node's settings, so its outbox relay, group commit and
-// event publishing run per shard. Files, integrations, email
-// notifications, export and import stay on the node's own database.
+// event publishing run per shard. Files, integrations, email notifications
+// and export are routed too; `parley import` routes the same way
+// (importrouting.go).
 
 // startRouting makes n.chat the router when routing is on.
 func (n *node) startRouting(ctx context.Context, base sqlstore.Config) error {

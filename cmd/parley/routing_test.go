@@ -7,13 +7,19 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"parley"
 	"parley/internal/testpg"
+	"parley/sqlstore"
+	"parley/tenantdir"
+	"parley/transfer"
+	"parley/transfer/transfertest"
 )
 
 // TestServeRoutesToShards runs the real binary on a control database with
@@ -113,6 +119,20 @@ func TestServeRoutesToShards(t *testing.T) {
 	if len(page.Messages) != 1 || page.Messages[0].Text != "on the second shard" {
 		t.Fatalf("history = %+v", page)
 	}
+	// Integrations are routed too: a webhook of the second shard's
+	// workspace posts there.
+	var hook struct {
+		URL string `json:"url"`
+	}
+	api("POST", "/channels/"+ch.ID+"/webhooks", login.Token, map[string]string{"name": "CI"}, http.StatusCreated, &hook)
+	resp, err := http.Post(hook.URL, "application/json", strings.NewReader(`{"text":"from a webhook"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("webhook post = %d", resp.StatusCode)
+	}
 	count := func(dsn string) int {
 		db, err := sql.Open("pgx", dsn)
 		if err != nil {
@@ -127,8 +147,83 @@ func TestServeRoutesToShards(t *testing.T) {
 		}
 		return n
 	}
-	if c, s := count(control), count(second); c != 0 || s != 1 {
+	if c, s := count(control), count(second); c != 0 || s != 2 {
 		t.Fatalf("the message is in the control database %d times and in the shard %d times", c, s)
 	}
 	p.stop(t)
+}
+
+// TestImportRoutesToShard runs `parley import` on a control database
+// whose catalogue has a second shard (the node's own draining, so the
+// placement has one choice): the workspace is placed in the catalogue on
+// the second shard and its history written there, not in the node's own
+// database; a rerun finds it there and imports nothing twice.
+func TestImportRoutesToShard(t *testing.T) {
+	control, second := testpg.New(t), testpg.New(t)
+	data := filepath.Join(t.TempDir(), "data")
+	cli := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(binPath, append(args, "--db", control, "--data", data)...)
+		cmd.Env = cleanEnv()
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("parley %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	cli("shards", "add", "local", "--region", "local")
+	cli("shards", "add", "s2", "--region", "local", "--dsn", second)
+	cli("shards", "drain", "local")
+	ctx := context.Background()
+	own, err := sqlstore.Open(ctx, sqlstore.Config{PostgresURL: control})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if _, err := own.CreateUser(ctx, parley.NewUser{Email: "owner@example.com", Handle: "owner", Name: "Owner", PasswordHash: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	ex := transfertest.Generate(transfertest.Config{Seed: 12, Messages: 300, NoEdge: true})
+	zipPath := filepath.Join(t.TempDir(), "slack.zip")
+	if err := os.WriteFile(zipPath, ex.Zip, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var sum transfer.Summary
+	importOnce := func() {
+		t.Helper()
+		sum = transfer.Summary{}
+		out := cli("import", "slack", zipPath, "--workspace", "acme", "--owner", "owner@example.com", "--progress", "off", "--json")
+		if err := json.Unmarshal([]byte(out), &sum); err != nil {
+			t.Fatalf("summary %q: %v", out, err)
+		}
+	}
+	importOnce()
+	if !sum.WorkspaceCreated || sum.Messages != totalMessages(ex) {
+		t.Fatalf("summary %+v, want a new workspace and %d messages", sum, totalMessages(ex))
+	}
+	cat, err := tenantdir.OpenCatalogue(ctx, tenantdir.CatalogueConfig{PostgresURL: control})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	rec, err := cat.Workspace(ctx, sum.WorkspaceID)
+	if err != nil || rec.ShardID != "s2" {
+		t.Fatalf("catalogue record of %s = %+v, %v; want it on s2", sum.WorkspaceID, rec, err)
+	}
+	if _, _, err := own.WorkspaceOwner(ctx, "acme"); parley.ErrorCode(err) != parley.ENOTFOUND {
+		t.Fatalf("the node's own database has the imported workspace (err %v)", err)
+	}
+	shard, err := sqlstore.Open(ctx, sqlstore.Config{PostgresURL: second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shard.Close()
+	if id, _, err := shard.WorkspaceOwner(ctx, "acme"); err != nil || id != sum.WorkspaceID {
+		t.Fatalf("shard s2: workspace acme = %q, %v; want %s", id, err, sum.WorkspaceID)
+	}
+	first := sum
+	importOnce()
+	if sum.WorkspaceCreated || sum.WorkspaceID != first.WorkspaceID || sum.Messages != 0 || sum.AlreadyImported != first.Messages {
+		t.Fatalf("second run: %+v", sum)
+	}
 }

@@ -203,6 +203,16 @@ func (n *node) exporter() parley.Exporter {
 	return n.store
 }
 
+// notifyStore keeps email preferences and the notifier's state: the
+// router when store routing is on (preferences and claims on the control
+// database, unread items from every shard).
+func (n *node) notifyStore() parley.NotifyStore {
+	if n.router != nil {
+		return n.router
+	}
+	return n.store
+}
+
 // Run opens the node's parts in order (the bus, the store, the live
 // configuration, the demo, the query cache, the listeners, the membership,
 // the affinity ring, presence and the gateway) and starts serving. It
@@ -344,16 +354,20 @@ func (n *node) Run(ctx context.Context) (err error) {
 
 	// The bot audit log is written off the request path, in batches; it
 	// is flushed at shutdown after the API has drained (close).
-	n.audit = auditlog.New(auditlog.Config{Store: n.guarded.Integrations(n.store), Logger: log, Registerer: n.reg})
+	integStore := n.guarded.Integrations(n.store)
+	if n.router != nil {
+		integStore = n.router // bots, webhooks, commands and their audit on each workspace's shard
+	}
+	n.audit = auditlog.New(auditlog.Config{Store: integStore, Logger: log, Registerer: n.reg})
 
 	panics := promutil.Panics(n.reg)
 	api := httpapi.New(httpapi.Config{Store: n.recent.Wrap(n.chat), Exporter: n.exporter(), Logger: log, Registerer: n.reg, WSURL: n.wsURLFor, Directory: n.cache,
 		TrustedProxies: n.opts.proxies, Rates: n.opts.Rates, Live: n.config,
 		LiveNodes:        func() int { return len(n.members.Live()) },
-		Integrations:     n.guarded.Integrations(n.store),
+		Integrations:     integStore,
 		Audit:            n.audit,
 		Files:            n.files,
-		Notify:           n.store,
+		Notify:           n.notifyStore(),
 		NotifySecret:     []byte(o.EmailSecret),
 		EmailEnabled:     n.notifier != nil,
 		WorkspaceDeleted: n.purger.Start})

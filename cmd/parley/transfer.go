@@ -24,7 +24,8 @@ import (
 
 // `parley import slack|parley FILE.zip` and `parley export`: moving a
 // workspace's history in and out (docs/import.md). Both open the store the
-// way serve does (--data or --db) and work through package transfer.
+// way serve does (--data or --db) and work through package transfer; an
+// import routes the workspace to its shard as serve would (importrouting.go).
 
 // storeFlags are the flags that name the database, as for serve.
 type storeFlags struct {
@@ -59,6 +60,7 @@ func (o *storeFlags) open(ctx context.Context, log *slog.Logger) (*sqlstore.Stor
 
 type importOptions struct {
 	storeFlags
+	importRouting
 	fileOptions // where attached files go (as for serve)
 	// SlackToken downloads the export's files (url_private); FileHosts
 	// are the hosts it may be sent to, FileConcurrency the downloads at once.
@@ -112,12 +114,16 @@ func newImportCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 			if err := o.validateFiles(); err != nil {
 				return err
 			}
+			if err := o.importRouting.validate(); err != nil {
+				return err
+			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			return runImport(cmd.Context(), o, kind, args[1], cmd.OutOrStdout(), cmd.ErrOrStderr(), log)
 		},
 	}
 	o.storeFlags.register(cmd.Flags())
 	fs := cmd.Flags()
+	o.importRouting.register(fs)
 	fs.StringVar(&o.Workspace, "workspace", "", "slug of the workspace to import into (created when missing)")
 	fs.StringVar(&o.Name, "name", "", "name of the workspace when it is created (default: the export's, else the slug)")
 	fs.StringVar(&o.Owner, "owner", "", "email of the existing account that owns the workspace")
@@ -159,12 +165,19 @@ func runImport(ctx context.Context, o importOptions, kind, file string, stdout, 
 		return err
 	}
 	defer store.Close()
+	// Accounts are the node's own database's (the control database of
+	// accounts when routing); the workspace goes where the target says.
 	owner, _, err := store.UserCredentials(ctx, o.Owner)
 	if err != nil {
 		return fmt.Errorf("--owner %s: %w", o.Owner, err)
 	}
+	target, closeTarget, err := o.importRouting.target(ctx, store, o.storeFlags, log)
+	if err != nil {
+		return err
+	}
+	defer closeTarget()
 	p := newProgress(stderr, o.Progress)
-	sum, err := transfer.Import(ctx, store, src, transfer.Options{
+	sum, err := transfer.Import(ctx, target, src, transfer.Options{
 		OwnerID: owner.ID, Slug: o.Workspace, Name: o.Name, Batch: o.Batch, Progress: p.update,
 	})
 	p.done()
@@ -172,7 +185,7 @@ func runImport(ctx context.Context, o importOptions, kind, file string, stdout, 
 		return fmt.Errorf("import %s: %w (run the same command again to go on from the last batch committed)", filepath.Base(file), err)
 	}
 	if kind == parley.ImportSlack {
-		if sum.FileImport, err = importFiles(ctx, o, store, f, st.Size(), sum.WorkspaceID, log); err != nil {
+		if sum.FileImport, err = importFiles(ctx, o, store, target, f, st.Size(), sum.WorkspaceID, log); err != nil {
 			return fmt.Errorf("import %s: files: %w (run the same command again to fetch the rest)", filepath.Base(file), err)
 		}
 	}
@@ -187,7 +200,7 @@ func runImport(ctx context.Context, o importOptions, kind, file string, stdout, 
 
 // importFiles attaches the files of the imported messages: those the zip
 // carries, and with --slack-token the others, downloaded.
-func importFiles(ctx context.Context, o importOptions, store *sqlstore.Store, zf io.ReaderAt, size int64, workspaceID string,
+func importFiles(ctx context.Context, o importOptions, store *sqlstore.Store, target importTarget, zf io.ReaderAt, size int64, workspaceID string,
 	log *slog.Logger) (*transfer.FileSummary, error) {
 	zr, err := zip.NewReader(zf, size)
 	if err != nil {
@@ -201,8 +214,8 @@ func importFiles(ctx context.Context, o importOptions, store *sqlstore.Store, zf
 	if err != nil {
 		return nil, err
 	}
-	svc := files.New(files.Config{Storage: storage, Store: store, Live: parley.StaticConfig(live), Logger: log})
-	return transfer.ImportFiles(ctx, store, svc, transfer.FileOptions{WorkspaceID: workspaceID, Token: o.SlackToken,
+	svc := files.New(files.Config{Storage: storage, Store: target, Live: parley.StaticConfig(live), Logger: log})
+	return transfer.ImportFiles(ctx, target, svc, transfer.FileOptions{WorkspaceID: workspaceID, Token: o.SlackToken,
 		Hosts: o.FileHosts, Zip: zr, Concurrency: o.FileConcurrency, Timeout: o.FileTimeout})
 }
 
