@@ -2,6 +2,7 @@ package shardstore
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"parley"
@@ -182,4 +183,36 @@ func (r *Router) ExportWorkspace(ctx context.Context, actor, workspaceID string,
 		return err
 	}
 	return p.s.ExportWorkspace(ctx, actor, workspaceID, opts, sink)
+}
+
+// WorkspaceOwner returns the id of the workspace with that slug, wherever
+// it is, and of its owner (`parley export` acts as the owner). Every shard
+// is asked for the slug (with a shard not answering and no other having
+// it, EUNAVAILABLE rather than ENOTFOUND); the owner is read on the shard
+// the workspace routes to, so a copy a move left on its source does not
+// answer for it.
+func (r *Router) WorkspaceOwner(ctx context.Context, slug string) (workspaceID, ownerID string, err error) {
+	if err := parley.ValidateSlug(slug); err != nil {
+		return "", "", err
+	}
+	id, err := r.scatterFind(ctx, "workspace "+slug, func(ctx context.Context, p *pool) (string, error) {
+		id, _, err := p.s.WorkspaceOwner(ctx, slug)
+		return id, err
+	})
+	if err != nil {
+		return "", "", err
+	}
+	p, _, err := r.route(ctx, id)
+	if err != nil {
+		return "", "", err
+	}
+	ws, owner, err := p.s.WorkspaceOwner(ctx, slug)
+	if err != nil {
+		return "", "", fmt.Errorf("workspace %q on shard %s: %w", slug, p.id, err)
+	}
+	if ws != id {
+		// Renamed and its old slug taken since the scatter read it.
+		return "", "", parley.Errorf(parley.ECONFLICT, "workspace %q changed while it was looked up; try again", slug)
+	}
+	return ws, owner, nil
 }

@@ -1,10 +1,19 @@
 package shardstore_test
 
 import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"parley"
+	"parley/internal/mailtest"
+	"parley/notify"
 	"parley/storetest"
 )
 
@@ -223,5 +232,96 @@ func TestNotifyShardDown(t *testing.T) {
 	storetest.NoErr(t, r.NotifySent(bg(), bob.ID, "node-2", later, now.Add(time.Hour)))
 	if items, err := r.MissedItems(bg(), bob.ID, 10); err != nil || len(items) != 0 {
 		t.Fatalf("missed items after both emails = %+v, %v", items, err)
+	}
+}
+
+// TestNotifyEmailAcrossShards: the notifier end to end over routers, with
+// a real SMTP server (mailpit). bob has an unread mention in a workspace on
+// a shard that is not the control database and an unread DM in a
+// workspace on another shard; two nodes, each with its own router over the
+// shards, scan at once: he gets exactly one email, which lists both. The
+// next scans, past his interval, send nothing: both items were marked on
+// their shards.
+func TestNotifyEmailAcrossShards(t *testing.T) {
+	mail := mailtest.Start(t)
+	c, owner, w1, w2 := twoShards(t)
+	// The mention's workspace off the control database; the DM's on
+	// another shard.
+	onB, onA := w1, w2
+	if c.shardOf(t, w1.ID) == c.shards[0] {
+		onB, onA = w2, w1
+	}
+	bob := storetest.MustUser(t, c.r, "bob")
+	mention, dm := mentionAndDM(t, c.r, owner, bob, onB, onA)
+
+	// A second node: its own router over the same shards and directory.
+	other := *c
+	other.reg = prometheus.NewRegistry()
+	other.open(t, &storetest.Recorder{})
+
+	// The clock the notifiers read: the store's time plus an offset the
+	// test moves past the interval, never a sleep.
+	var off atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(off.Load())) }
+	node := func(id string, r parley.NotifyStore) *notify.Notifier {
+		n, err := notify.New(notify.Config{Store: r,
+			SMTP:    notify.SMTP{Host: mail.SMTPHost, Port: mail.SMTPPort, TLS: notify.TLSNone, From: "Parley <parley@example.com>"},
+			BaseURL: "https://chat.example", Secret: []byte("test-email-secret-0123456789"), NodeID: id, Now: now,
+			Registerer: prometheus.NewRegistry()})
+		storetest.NoErr(t, err)
+		return n
+	}
+	nodes := []*notify.Notifier{node("node-1", c.r), node("node-2", other.r)}
+	scan := func() int {
+		t.Helper()
+		var wg sync.WaitGroup
+		sent := make([]int, len(nodes))
+		errs := make([]error, len(nodes))
+		for i, n := range nodes {
+			wg.Go(func() { sent[i], errs[i] = n.RunOnce(context.Background()) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			storetest.NoErr(t, err)
+		}
+		return sent[0] + sent[1]
+	}
+
+	if n := scan(); n != 0 {
+		t.Fatalf("%d emails before the interval, want none", n)
+	}
+	off.Store(int64(16 * time.Minute))
+	if n := scan(); n != 1 {
+		t.Fatalf("%d emails from two nodes, want exactly 1", n)
+	}
+	msgs := mail.Messages(t)
+	if len(msgs) != 1 {
+		t.Fatalf("mailpit has %d emails, want 1: %+v", len(msgs), msgs)
+	}
+	m := mail.Message(t, msgs[0].ID)
+	if len(m.To) != 1 || m.To[0].Address != bob.Email {
+		t.Fatalf("email to %+v, want %s", m.To, bob.Email)
+	}
+	if want := "1 new mention and 1 direct message in " + onB.Name + " and 1 other workspace"; m.Subject != want {
+		t.Fatalf("subject %q, want %q", m.Subject, want)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.ReplaceAll(m.Text, "\r\n", "\n"), "\n") {
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	for _, want := range []string{"#general-" + bob.Handle + " in " + onB.Name, mention.Text,
+		"a direct message in " + onA.Name, dm.Text} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("the email lacks the line %q:\n%s", want, m.Text)
+		}
+	}
+
+	// Past bob's interval: nothing is left to send on either shard.
+	off.Store(int64(2 * time.Hour))
+	if n := scan(); n != 0 {
+		t.Fatalf("%d emails on the next scan, want none", n)
+	}
+	if msgs := mail.Messages(t); len(msgs) != 1 {
+		t.Fatalf("mailpit has %d emails after the next scan, want 1", len(msgs))
 	}
 }

@@ -514,13 +514,23 @@ func (s *exportSink) Message(m *parley.ExportMessage) error {
 	return nil
 }
 
-// TestExportFromItsShard: a workspace off the default shard is exported
-// from its own shard; a stranger may not export it.
+// TestExportFromItsShard: a workspace off the default shard is found by
+// its slug (as `parley export` finds it) and exported from its own shard;
+// a stranger may not export it.
 func TestExportFromItsShard(t *testing.T) {
 	c, owner, w1, w2 := twoShards(t)
 	w := w1
 	if c.shardOf(t, w1.ID) == c.shards[0] {
 		w = w2
+	}
+	if id, o, err := c.r.WorkspaceOwner(bg(), w.Slug); err != nil || id != w.ID || o != owner.ID {
+		t.Fatalf("workspace owner of %s = %q, %q, %v; want %s, %s", w.Slug, id, o, err, w.ID, owner.ID)
+	}
+	if _, _, err := c.r.WorkspaceOwner(bg(), "no-such-team"); parley.ErrorCode(err) != parley.ENOTFOUND {
+		t.Fatalf("workspace owner of a slug no shard has: %v", err)
+	}
+	if _, _, err := c.r.WorkspaceOwner(bg(), "Not A Slug!"); err == nil {
+		t.Fatal("workspace owner of an invalid slug: no error")
 	}
 	ch := storetest.MustChannel(t, c.r, w, owner, "exported", parley.KindPublic)
 	storetest.MustPost(t, c.r, owner, ch, "carried out")

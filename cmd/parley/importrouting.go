@@ -15,14 +15,15 @@ import (
 	"parley/tenantdir"
 )
 
-// Store routing in `parley import` (docs/directory.md "Store routing"): on
-// a deployment whose catalogue has more than one shard (or with
-// --store-routing=on), the import goes through a shardstore.Router as
-// serve's calls do: the workspace is found on whichever shard has its
-// slug, or created with a placement in the catalogue, and its history is
-// written on its shard; accounts stay on the node's own database, the
-// control database. Without a running node there is no directory replica
-// to ask: the router looks workspaces up in the catalogue itself.
+// Store routing in `parley import` and `parley export` (docs/directory.md
+// "Store routing"): on a deployment whose catalogue has more than one shard
+// (or with --store-routing=on), the command goes through a
+// shardstore.Router as serve's calls do: the workspace is found on
+// whichever shard has its slug (an import creates it with a placement in
+// the catalogue when none has), and its history is written on, or read
+// from, its shard; accounts stay on the node's own database, the control
+// database. Without a running node there is no directory replica to ask:
+// the router looks workspaces up in the catalogue itself.
 
 // importTarget is what an import writes to: the node's own store, or the
 // router over every shard.
@@ -32,27 +33,37 @@ type importTarget interface {
 	parley.FileService
 }
 
+// exportSource is what an export reads from: the node's own store, or the
+// router over every shard.
+type exportSource interface {
+	parley.Exporter
+	WorkspaceOwner(ctx context.Context, slug string) (workspaceID, ownerID string, err error)
+}
+
 var (
 	_ importTarget = (*sqlstore.Store)(nil)
 	_ importTarget = (*shardstore.Router)(nil)
+	_ exportSource = (*sqlstore.Store)(nil)
+	_ exportSource = (*shardstore.Router)(nil)
 )
 
-// importRouting are the import's flags that find the shards, as serve's.
-type importRouting struct {
+// storeRouting are the import's and export's flags that find the shards,
+// as serve's.
+type storeRouting struct {
 	ControlDB    string
 	StoreRouting string
 	DefaultShard string
 	Region       string
 }
 
-func (o *importRouting) register(fs *pflag.FlagSet) {
+func (o *storeRouting) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ControlDB, "control-db", "", "PostgreSQL URL of the tenant directory's control database (as for serve; default: <data>/control.db on SQLite, or the --db database)")
-	fs.StringVar(&o.StoreRouting, "store-routing", "auto", "write the workspace on the shard the directory's catalogue places it on (auto: when the catalogue has more than one shard; on; off: the --db/--data database)")
+	fs.StringVar(&o.StoreRouting, "store-routing", "auto", "find the workspace on the shard the directory's catalogue places it on (auto: when the catalogue has more than one shard; on; off: the --db/--data database)")
 	fs.StringVar(&o.DefaultShard, "default-shard", defaultShard, "the catalogue's shard id of the --db/--data database (as for serve)")
-	fs.StringVar(&o.Region, "region", "local", "the region a new workspace is placed in (as for serve)")
+	fs.StringVar(&o.Region, "region", "local", "the region a new workspace is placed in (import; as for serve)")
 }
 
-func (o *importRouting) validate() error {
+func (o *storeRouting) validate() error {
 	switch o.StoreRouting {
 	case "auto", "on", "off":
 	default:
@@ -69,13 +80,13 @@ func (o *importRouting) validate() error {
 	return nil
 }
 
-// target returns the store the import writes to: store itself when routing
-// is off (or auto with one shard), else a router whose default shard is
-// store; closeFn closes what target opened.
-func (o *importRouting) target(ctx context.Context, store *sqlstore.Store, sf storeFlags, log *slog.Logger) (t importTarget, closeFn func(), err error) {
+// router returns the router over every shard whose default shard is store,
+// or nil when routing is off (or auto with one shard): the command then
+// works on store itself. closeFn closes what router opened.
+func (o *storeRouting) router(ctx context.Context, store *sqlstore.Store, sf storeFlags, log *slog.Logger) (r *shardstore.Router, closeFn func(), err error) {
 	none := func() {}
 	if o.StoreRouting == "off" {
-		return store, none, nil
+		return nil, none, nil
 	}
 	cfg := catalogueConfig(o.ControlDB, sf.DB, sf.DataDir)
 	cat, err := tenantdir.OpenCatalogue(ctx, cfg)
@@ -89,7 +100,7 @@ func (o *importRouting) target(ctx context.Context, store *sqlstore.Store, sf st
 	}
 	if o.StoreRouting == "auto" && len(shards) < 2 {
 		cat.Close()
-		return store, none, nil
+		return nil, none, nil
 	}
 	found := false
 	for _, s := range shards {
@@ -105,7 +116,7 @@ func (o *importRouting) target(ctx context.Context, store *sqlstore.Store, sf st
 		return nil, none, fmt.Errorf("store routing: %w", err)
 	}
 	base := sqlstore.Config{Logger: log}
-	r, err := shardstore.New(shardstore.Config{Default: store, DefaultShard: o.DefaultShard,
+	r, err = shardstore.New(shardstore.Config{Default: store, DefaultShard: o.DefaultShard,
 		Directory: catalogueDirectory{cat}, Catalogue: cat, Region: o.Region, Live: parley.StaticConfig(live), Logger: log,
 		Open: func(ctx context.Context, dsn string) (*sqlstore.Store, error) {
 			return shardstore.OpenShard(ctx, base, dsn)

@@ -5,8 +5,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,5 +228,149 @@ func TestImportRoutesToShard(t *testing.T) {
 	importOnce()
 	if sum.WorkspaceCreated || sum.WorkspaceID != first.WorkspaceID || sum.Messages != 0 || sum.AlreadyImported != first.Messages {
 		t.Fatalf("second run: %+v", sum)
+	}
+}
+
+// TestExportRoutesToShard runs `parley export` on a control database whose
+// catalogue has the workspace on a second shard (imported there by the
+// routed import): the zip has its users, channels and messages, the same
+// as an export read on that shard itself. With --store-routing off the
+// command reads the node's own database, which does not have the
+// workspace; with the shard refusing connections the export fails as
+// unavailable and leaves no file.
+func TestExportRoutesToShard(t *testing.T) {
+	control, second := testpg.New(t), testpg.New(t)
+	data := filepath.Join(t.TempDir(), "data")
+	run := func(args ...string) (string, error) {
+		t.Helper()
+		cmd := exec.Command(binPath, append(args, "--db", control, "--data", data)...)
+		cmd.Env = cleanEnv()
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	cli := func(args ...string) string {
+		t.Helper()
+		out, err := run(args...)
+		if err != nil {
+			t.Fatalf("parley %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	cli("shards", "add", "local", "--region", "local")
+	cli("shards", "add", "s2", "--region", "local", "--dsn", second)
+	cli("shards", "drain", "local")
+	ctx := context.Background()
+	own, err := sqlstore.Open(ctx, sqlstore.Config{PostgresURL: control})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if _, err := own.CreateUser(ctx, parley.NewUser{Email: "owner@example.com", Handle: "owner", Name: "Owner", PasswordHash: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	ex := transfertest.Generate(transfertest.Config{Seed: 13, Messages: 300, NoEdge: true})
+	zipPath := filepath.Join(t.TempDir(), "slack.zip")
+	if err := os.WriteFile(zipPath, ex.Zip, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var sum transfer.Summary
+	out := cli("import", "slack", zipPath, "--workspace", "acme", "--owner", "owner@example.com", "--progress", "off", "--json")
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || sum.Messages == 0 {
+		t.Fatalf("import summary %q: %v", out, err)
+	}
+	if _, _, err := own.WorkspaceOwner(ctx, "acme"); parley.ErrorCode(err) != parley.ENOTFOUND {
+		t.Fatalf("the node's own database has the imported workspace (err %v)", err)
+	}
+
+	// What the shard itself exports.
+	shard, err := sqlstore.Open(ctx, sqlstore.Config{PostgresURL: second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shard.Close()
+	wsID, owner, err := shard.WorkspaceOwner(ctx, "acme")
+	if err != nil || wsID != sum.WorkspaceID {
+		t.Fatalf("shard s2: workspace acme = %q, %v; want %s", wsID, err, sum.WorkspaceID)
+	}
+	want, err := transfer.Export(ctx, shard, owner, wsID, parley.ExportOptions{Private: true}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	zipOut := filepath.Join(t.TempDir(), "acme.zip")
+	out = cli("export", "--workspace", "acme", "--out", zipOut, "--private")
+	if !strings.Contains(out, "exported acme") {
+		t.Fatalf("export: %s", out)
+	}
+	f, err := os.Open(zipOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := transfer.ReadParley(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	messages := 0
+	for _, ch := range src.Channels {
+		ms, err := ch.Load()
+		if err != nil {
+			t.Fatalf("channel %s: %v", ch.Name, err)
+		}
+		messages += len(ms)
+	}
+	if len(src.Users) != want.Users || len(src.Channels) != want.Channels || messages != want.Messages || messages == 0 {
+		t.Fatalf("the CLI's export has %d users, %d channels, %d messages; the shard's %d, %d, %d",
+			len(src.Users), len(src.Channels), messages, want.Users, want.Channels, want.Messages)
+	}
+
+	// Not routed: only the node's own database is read.
+	gone := filepath.Join(t.TempDir(), "none.zip")
+	if out, err := run("export", "--workspace", "acme", "--out", gone, "--store-routing", "off"); err == nil ||
+		!strings.Contains(out, `no workspace "acme"`) {
+		t.Fatalf("export with --store-routing off: %v\n%s", err, out)
+	}
+	if out, err := run("export", "--workspace", "nope", "--out", gone); err == nil || !strings.Contains(out, "workspace nope not found") {
+		t.Fatalf("export of a slug no shard has: %v\n%s", err, out)
+	}
+
+	// The workspace's shard down: unavailable, nothing written.
+	setConnections(t, second, false)
+	t.Cleanup(func() { setConnections(t, second, true) })
+	if out, err := run("export", "--workspace", "acme", "--out", gone); err == nil || !strings.Contains(out, "shard s2 is unavailable") {
+		t.Fatalf("export with its shard down: %v\n%s", err, out)
+	}
+	for _, p := range []string{gone, gone + ".partial"} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s after the failed exports: %v", p, err)
+		}
+	}
+}
+
+// setConnections makes the database of dsn refuse new connections (and
+// ends its open ones), or take them again: a shard that is down.
+func setConnections(t *testing.T, dsn string, allow bool) {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", testpg.ServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	name := strings.TrimPrefix(u.Path, "/")
+	if _, err := db.Exec(fmt.Sprintf("ALTER DATABASE %q ALLOW_CONNECTIONS %t", name, allow)); err != nil {
+		t.Fatalf("set connections of %s: %v", name, err)
+	}
+	if !allow {
+		if _, err := db.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, name); err != nil {
+			t.Fatalf("end connections of %s: %v", name, err)
+		}
 	}
 }

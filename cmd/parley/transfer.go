@@ -24,8 +24,8 @@ import (
 
 // `parley import slack|parley FILE.zip` and `parley export`: moving a
 // workspace's history in and out (docs/import.md). Both open the store the
-// way serve does (--data or --db) and work through package transfer; an
-// import routes the workspace to its shard as serve would (importrouting.go).
+// way serve does (--data or --db) and work through package transfer; both
+// route the workspace to its shard as serve would (importrouting.go).
 
 // storeFlags are the flags that name the database, as for serve.
 type storeFlags struct {
@@ -60,7 +60,7 @@ func (o *storeFlags) open(ctx context.Context, log *slog.Logger) (*sqlstore.Stor
 
 type importOptions struct {
 	storeFlags
-	importRouting
+	storeRouting
 	fileOptions // where attached files go (as for serve)
 	// SlackToken downloads the export's files (url_private); FileHosts
 	// are the hosts it may be sent to, FileConcurrency the downloads at once.
@@ -114,7 +114,7 @@ func newImportCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 			if err := o.validateFiles(); err != nil {
 				return err
 			}
-			if err := o.importRouting.validate(); err != nil {
+			if err := o.storeRouting.validate(); err != nil {
 				return err
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -123,7 +123,7 @@ func newImportCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 	}
 	o.storeFlags.register(cmd.Flags())
 	fs := cmd.Flags()
-	o.importRouting.register(fs)
+	o.storeRouting.register(fs)
 	fs.StringVar(&o.Workspace, "workspace", "", "slug of the workspace to import into (created when missing)")
 	fs.StringVar(&o.Name, "name", "", "name of the workspace when it is created (default: the export's, else the slug)")
 	fs.StringVar(&o.Owner, "owner", "", "email of the existing account that owns the workspace")
@@ -171,11 +171,15 @@ func runImport(ctx context.Context, o importOptions, kind, file string, stdout, 
 	if err != nil {
 		return fmt.Errorf("--owner %s: %w", o.Owner, err)
 	}
-	target, closeTarget, err := o.importRouting.target(ctx, store, o.storeFlags, log)
+	router, closeRouter, err := o.storeRouting.router(ctx, store, o.storeFlags, log)
 	if err != nil {
 		return err
 	}
-	defer closeTarget()
+	defer closeRouter()
+	var target importTarget = store
+	if router != nil {
+		target = router
+	}
 	p := newProgress(stderr, o.Progress)
 	sum, err := transfer.Import(ctx, target, src, transfer.Options{
 		OwnerID: owner.ID, Slug: o.Workspace, Name: o.Name, Batch: o.Batch, Progress: p.update,
@@ -335,6 +339,7 @@ func (p *progress) done() {
 
 type exportOptions struct {
 	storeFlags
+	storeRouting
 	Workspace string
 	Out       string
 	Private   bool
@@ -348,7 +353,8 @@ func newExportCmd() *cobra.Command {
 		Long: "Write the workspace --workspace to --out as a Parley export (docs/import.md): the\n" +
 			"workspace, its members, its public channels (and private ones with --private) and\n" +
 			"their messages with threads, reactions, pins and edits, in order. `parley import\n" +
-			"parley FILE.zip` reads it back.",
+			"parley FILE.zip` reads it back. On a deployment with several shards the workspace\n" +
+			"is read from its shard.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := parley.ValidateSlug(o.Workspace); err != nil {
@@ -357,14 +363,19 @@ func newExportCmd() *cobra.Command {
 			if o.Out == "" {
 				return errors.New("--out is required")
 			}
+			if err := o.storeRouting.validate(); err != nil {
+				return err
+			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			return runExport(cmd.Context(), o, cmd.OutOrStdout(), log)
 		},
 	}
 	o.storeFlags.register(cmd.Flags())
-	cmd.Flags().StringVar(&o.Workspace, "workspace", "", "slug of the workspace to export")
-	cmd.Flags().StringVar(&o.Out, "out", "", "the zip file to write")
-	cmd.Flags().BoolVar(&o.Private, "private", false, "include the private channels (DMs are never exported)")
+	fs := cmd.Flags()
+	o.storeRouting.register(fs)
+	fs.StringVar(&o.Workspace, "workspace", "", "slug of the workspace to export")
+	fs.StringVar(&o.Out, "out", "", "the zip file to write")
+	fs.BoolVar(&o.Private, "private", false, "include the private channels (DMs are never exported)")
 	return cmd
 }
 
@@ -374,9 +385,18 @@ func runExport(ctx context.Context, o exportOptions, stdout io.Writer, log *slog
 		return err
 	}
 	defer store.Close()
-	wsID, owner, err := store.WorkspaceOwner(ctx, o.Workspace)
+	router, closeRouter, err := o.storeRouting.router(ctx, store, o.storeFlags, log)
 	if err != nil {
 		return err
+	}
+	defer closeRouter()
+	var src exportSource = store
+	if router != nil {
+		src = router
+	}
+	wsID, owner, err := src.WorkspaceOwner(ctx, o.Workspace)
+	if err != nil {
+		return fmt.Errorf("--workspace %s: %w", o.Workspace, err)
 	}
 	tmp := o.Out + ".partial"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600) // emails inside
@@ -385,7 +405,7 @@ func runExport(ctx context.Context, o exportOptions, stdout io.Writer, log *slog
 	}
 	defer os.Remove(tmp)
 	start := time.Now()
-	man, err := transfer.Export(ctx, store, owner, wsID, parley.ExportOptions{Private: o.Private}, f)
+	man, err := transfer.Export(ctx, src, owner, wsID, parley.ExportOptions{Private: o.Private}, f)
 	if err == nil {
 		err = f.Sync()
 	}
