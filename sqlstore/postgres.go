@@ -33,6 +33,9 @@ func (s *Store) openPostgres(ctx context.Context, cfg Config) error {
 	} else {
 		n += 8
 	}
+	if cfg.MaxConns > 0 {
+		n, lanes = cfg.MaxConns, min(lanes, cfg.MaxConns)
+	}
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
 	db.SetConnMaxIdleTime(5 * time.Minute)

@@ -45,6 +45,12 @@ type Config struct {
 	// WriteConns bounds PostgreSQL's writer pool (default 16). SQLite always
 	// has exactly one writer.
 	WriteConns int
+	// MaxConns, when positive, is the size of PostgreSQL's one pool in
+	// place of WriteConns + WriteLanes + ReadConns (32 by default), and
+	// caps the write lanes at that many (a lane holds a connection while
+	// it commits). A store routing opens per shard takes
+	// --shard-pool-size here. Unused on SQLite.
+	MaxConns int
 	// MaxBatch bounds how many writes one group commit takes (default 256
 	// on SQLite, 64 per lane on PostgreSQL).
 	MaxBatch int
@@ -158,6 +164,10 @@ func (s *Store) Close() error {
 
 // Ping checks that the database answers (health checks).
 func (s *Store) Ping(ctx context.Context) error { return s.rdb.PingContext(ctx) }
+
+// PoolStats returns the statistics of the writers' pool (PostgreSQL's one
+// pool): MaxOpenConnections is its size.
+func (s *Store) PoolStats() sql.DBStats { return s.wdb.Stats() }
 
 // querier is what both *sql.DB and *sql.Tx offer.
 type querier interface {

@@ -54,17 +54,22 @@ func TestFlagEnvPrecedence(t *testing.T) {
 		t.Fatalf("cluster defaults: %+v", o)
 	}
 
+	if o.ShardPoolSize != defaultShardPoolSize {
+		t.Fatalf("--shard-pool-size default %d", o.ShardPoolSize)
+	}
+
 	env := map[string]string{
-		"PARLEY_LISTEN":        "127.0.0.1:7000",
-		"PARLEY_ADMIN":         "off",
-		"PARLEY_DATA":          "/var/lib/parley",
-		"PARLEY_DB":            "postgres://u@db/parley",
-		"PARLEY_NATS":          "nats://bus:4222",
-		"PARLEY_DEMO":          "true",
-		"PARLEY_LOG_LEVEL":     "debug",
-		"PARLEY_LOG_FORMAT":    "json",
-		"PARLEY_ORIGINS":       "https://chat.example.com,https://app.example.com",
-		"PARLEY_IDENTIFY_RATE": "6000",
+		"PARLEY_SHARD_POOL_SIZE": "12",
+		"PARLEY_LISTEN":          "127.0.0.1:7000",
+		"PARLEY_ADMIN":           "off",
+		"PARLEY_DATA":            "/var/lib/parley",
+		"PARLEY_DB":              "postgres://u@db/parley",
+		"PARLEY_NATS":            "nats://bus:4222",
+		"PARLEY_DEMO":            "true",
+		"PARLEY_LOG_LEVEL":       "debug",
+		"PARLEY_LOG_FORMAT":      "json",
+		"PARLEY_ORIGINS":         "https://chat.example.com,https://app.example.com",
+		"PARLEY_IDENTIFY_RATE":   "6000",
 	}
 	o, err = parse(t, nil, env)
 	if err != nil {
@@ -73,7 +78,8 @@ func TestFlagEnvPrecedence(t *testing.T) {
 	if o.Listen != "127.0.0.1:7000" || o.Admin != "" || o.DataDir != "/var/lib/parley" ||
 		o.DB != "postgres://u@db/parley" || o.NATS != "nats://bus:4222" || !o.Demo ||
 		o.LogLevel != "debug" || o.LogFormat != "json" ||
-		len(o.Origins) != 2 || o.Origins[1] != "https://app.example.com" || o.IdentifyPerMin != 6000 {
+		len(o.Origins) != 2 || o.Origins[1] != "https://app.example.com" || o.IdentifyPerMin != 6000 ||
+		o.ShardPoolSize != 12 {
 		t.Fatalf("from env: %+v", o)
 	}
 
@@ -108,6 +114,10 @@ func TestBadOptions(t *testing.T) {
 		{[]string{"--directory-stream-replicas", "0"}, nil, "--directory-stream-replicas"},
 		{[]string{"--directory-stream-replicas", "-3"}, nil, "--directory-stream-replicas"},
 		{nil, map[string]string{"PARLEY_DIRECTORY_STREAM_REPLICAS": "6"}, "--directory-stream-replicas"},
+		{[]string{"--shard-pool-size", "0"}, nil, "--shard-pool-size"},
+		{[]string{"--shard-pool-size", "1001"}, nil, "--shard-pool-size"},
+		{nil, map[string]string{"PARLEY_SHARD_POOL_SIZE": "-4"}, "--shard-pool-size"},
+		{nil, map[string]string{"PARLEY_SHARD_POOL_SIZE": "many"}, "PARLEY_SHARD_POOL_SIZE"},
 	} {
 		_, err := parse(t, tc.args, tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -34,6 +34,7 @@ type directoryOptions struct {
 	DirectoryStreamReplicas int      // servers of a JetStream cluster that keep each directory stream
 	StoreRouting            string   // auto | on | off (routing.go)
 	DefaultShard            string   // the catalogue's id of this node's own database
+	ShardPoolSize           int      // connections of each shard's store the router opens (routing.go)
 }
 
 func (o *directoryOptions) registerDirectory(fs *pflag.FlagSet) {
@@ -41,6 +42,7 @@ func (o *directoryOptions) registerDirectory(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ControlDB, "control-db", "", "PostgreSQL URL of the tenant directory's control database (default: <data>/control.db on SQLite, or the --db database)")
 	fs.StringVar(&o.StoreRouting, "store-routing", "auto", "route each workspace's store calls to its shard (auto: when the directory's catalogue has more than one shard at start; on; off)")
 	fs.StringVar(&o.DefaultShard, "default-shard", defaultShard, "the catalogue's shard id of this node's own database: the control database of accounts and sessions, and the shard of workspaces not in the directory")
+	fs.IntVar(&o.ShardPoolSize, "shard-pool-size", defaultShardPoolSize, "with store routing, the most connections the node opens to each shard's database other than its own (1 to 1000)")
 	fs.StringSliceVar(&o.DirectoryRegions, "directory-regions", nil, "comma-separated regions whose directory replicas this node's client asks in parallel (default: --region)")
 	fs.IntVar(&o.DirectoryStreamReplicas, "directory-stream-replicas", 1, "servers of the (external) JetStream cluster that keep each directory stream: 3 for a cluster spanning regions, 1 for a single server")
 }
@@ -61,6 +63,9 @@ func (o *directoryOptions) validateDirectory() error {
 	}
 	if o.DefaultShard == "" || strings.ContainsAny(o.DefaultShard, ". *>\t") {
 		return fmt.Errorf("--default-shard %q: use letters, digits, '-' or '_'", o.DefaultShard)
+	}
+	if o.ShardPoolSize < 1 || o.ShardPoolSize > maxShardPoolSize {
+		return fmt.Errorf("--shard-pool-size %d: want 1 to %d connections per shard", o.ShardPoolSize, maxShardPoolSize)
 	}
 	if o.ControlDB != "" && !strings.HasPrefix(o.ControlDB, "postgres://") && !strings.HasPrefix(o.ControlDB, "postgresql://") {
 		return errors.New("--control-db must be a postgres:// URL")

@@ -19,6 +19,23 @@ import (
 // and export are routed too; `parley import` routes the same way
 // (importrouting.go).
 
+// defaultShardPoolSize is --shard-pool-size's default: what a store's
+// PostgreSQL pool had before the flag (16 writers, 8 lanes, 8 readers).
+// maxShardPoolSize bounds it: PostgreSQL's max_connections is shared by
+// every node, and a larger pool per shard is a configuration mistake.
+const (
+	defaultShardPoolSize = 32
+	maxShardPoolSize     = 1000
+)
+
+// shardStoreConfig is the configuration of a shard's store: the node's
+// own (publisher, live configuration, caps) with a pool of poolSize
+// connections.
+func shardStoreConfig(base sqlstore.Config, poolSize int) sqlstore.Config {
+	base.MaxConns = poolSize
+	return base
+}
+
 // startRouting makes n.chat the router when routing is on.
 func (n *node) startRouting(ctx context.Context, base sqlstore.Config) error {
 	o, log := n.opts, n.log.With("component", "shardstore")
@@ -48,15 +65,16 @@ func (n *node) startRouting(ctx context.Context, base sqlstore.Config) error {
 	if !found {
 		return fmt.Errorf("store routing: the default shard %q (--default-shard) is not in the catalogue", o.DefaultShard)
 	}
+	shardCfg := shardStoreConfig(base, o.ShardPoolSize)
 	n.router, err = shardstore.New(shardstore.Config{Default: n.store, DefaultShard: o.DefaultShard,
 		Directory: n.dir.client, Catalogue: n.dir.cat, Region: o.Region, Live: n.config, Logger: n.log, Registerer: n.reg,
 		Open: func(ctx context.Context, dsn string) (*sqlstore.Store, error) {
-			return shardstore.OpenShard(ctx, base, dsn)
+			return shardstore.OpenShard(ctx, shardCfg, dsn)
 		}})
 	if err != nil {
 		return fmt.Errorf("store routing: %w", err)
 	}
 	n.chat = n.router
-	log.Info("store routing on", "shards", len(shards), "default_shard", o.DefaultShard)
+	log.Info("store routing on", "shards", len(shards), "default_shard", o.DefaultShard, "shard_pool_size", o.ShardPoolSize)
 	return nil
 }

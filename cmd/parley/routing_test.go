@@ -374,3 +374,35 @@ func setConnections(t *testing.T, dsn string, allow bool) {
 		}
 	}
 }
+
+// TestShardPoolSizeFlag: --shard-pool-size is the size of the pool of
+// each shard's store the router opens; the node's own database keeps its
+// own pool.
+func TestShardPoolSizeFlag(t *testing.T) {
+	control, second := testpg.New(t), testpg.New(t)
+	ctx := t.Context()
+	cat, err := tenantdir.OpenCatalogue(ctx, tenantdir.CatalogueConfig{PostgresURL: control})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []tenantdir.Shard{{ID: "local", Region: "local"}, {ID: "s2", Region: "local", DSN: second}} {
+		if _, err := cat.AddShard(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cat.Close()
+	n := startInProcess(t, "--db", control, "--shard-pool-size", "7")
+	if n.router == nil {
+		t.Fatal("store routing is off")
+	}
+	st, err := n.router.Shard(ctx, "s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.PoolStats().MaxOpenConnections; got != 7 {
+		t.Fatalf("shard s2's pool has %d connections, want 7", got)
+	}
+	if got := n.store.PoolStats().MaxOpenConnections; got != defaultShardPoolSize {
+		t.Fatalf("the node's own pool has %d connections, want the store's default %d", got, defaultShardPoolSize)
+	}
+}
