@@ -112,6 +112,8 @@ type Guard struct {
 	brk atomic.Pointer[breaker]
 
 	lastDryLog atomic.Int64 // unix nanos of the last dry-run log line
+
+	calls inFlight // every call running, for Idle
 }
 
 var _ parley.Store = (*Guard)(nil)
@@ -257,6 +259,8 @@ func (u *Unavailable) RetryAfter() time.Duration { return u.retry }
 
 // call runs fn under p's bulkhead and the breaker.
 func call[T any](g *Guard, ctx context.Context, p Purpose, fn func(context.Context) (T, error)) (T, error) {
+	g.calls.begin()
+	defer g.calls.end()
 	lc := g.live.LiveConfig()
 	c := &lc.StoreGuardConfig
 	if !c.StoreGuardEnabled {
@@ -463,6 +467,64 @@ func (b *bulkhead) release() {
 
 // String describes the guard for logs.
 func (g *Guard) String() string { return fmt.Sprintf("storeguard(%s)", g.db) }
+
+// Idle returns once no call is in flight under the guard (or ctx is done):
+// store routing waits for it before closing a shard's store it replaced
+// (the shard's DSN changed), so that no call running on the old one is cut.
+func (g *Guard) Idle(ctx context.Context) error { return g.calls.idle(ctx) }
+
+// Hold counts a call made outside the guard's bulkheads and breaker (an
+// export, long by design) as in flight for Idle until release is called.
+func (g *Guard) Hold() (release func()) {
+	g.calls.begin()
+	var once sync.Once
+	return func() { once.Do(g.calls.end) }
+}
+
+// inFlight counts calls in flight. The count is an atomic on the call
+// path; the lock is taken only when a call ends at zero while someone
+// waits in idle.
+type inFlight struct {
+	n       atomic.Int64
+	waiting atomic.Bool // set (for good) by the first idle
+	mu      sync.Mutex
+	waiters []chan struct{} // guarded by mu
+}
+
+func (f *inFlight) begin() { f.n.Add(1) }
+
+func (f *inFlight) end() {
+	if f.n.Add(-1) == 0 && f.waiting.Load() {
+		f.mu.Lock()
+		if f.n.Load() == 0 {
+			for _, w := range f.waiters {
+				close(w)
+			}
+			f.waiters = nil
+		}
+		f.mu.Unlock()
+	}
+}
+
+func (f *inFlight) idle(ctx context.Context) error {
+	f.mu.Lock()
+	// waiting is set before n is read: an end that brings n to zero
+	// after this read sees it and wakes us.
+	f.waiting.Store(true)
+	if f.n.Load() == 0 {
+		f.mu.Unlock()
+		return nil
+	}
+	w := make(chan struct{})
+	f.waiters = append(f.waiters, w)
+	f.mu.Unlock()
+	select {
+	case <-w:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("storeguard: %d calls still in flight: %w", f.n.Load(), ctx.Err())
+	}
+}
 
 // Run runs fn under p's bulkhead and the breaker, as the guard runs the
 // store's own methods: for calls a wrapper of the store makes outside

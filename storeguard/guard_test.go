@@ -400,3 +400,54 @@ func (f *fixture) value(name string, want map[string]string) float64 {
 	}
 	return sum
 }
+
+// TestIdleWaitsForCallsInFlight: Idle returns at once with nothing in
+// flight, waits for a call running in the store and for a Hold, with the
+// guard on or off, and gives up with its context.
+func TestIdleWaitsForCallsInFlight(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	if err := f.g.Idle(ctx); err != nil {
+		t.Fatalf("idle with nothing in flight: %v", err)
+	}
+	for _, enabled := range []bool{true, false} {
+		f.live.set(func(c *parley.StoreGuardConfig) { c.StoreGuardEnabled = enabled })
+		release := make(chan struct{})
+		held := f.hold(t, release)
+		idle := make(chan error, 1)
+		go func() { idle <- f.g.Idle(ctx) }()
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		if err := f.g.Idle(short); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("guard on=%v: idle with a call in flight = %v, want the context's deadline", enabled, err)
+		}
+		cancel()
+		select {
+		case err := <-idle:
+			t.Fatalf("guard on=%v: idle returned (%v) while a call was in flight", enabled, err)
+		default:
+		}
+		close(release)
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-idle; err != nil {
+			t.Fatalf("guard on=%v: idle after the call ended: %v", enabled, err)
+		}
+	}
+	release := f.g.Hold()
+	idle := make(chan error, 1)
+	go func() { idle <- f.g.Idle(ctx) }()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := f.g.Idle(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("idle with a hold = %v, want the context's deadline", err)
+	}
+	release()
+	release() // a second release does nothing
+	if err := <-idle; err != nil {
+		t.Fatalf("idle after the hold ended: %v", err)
+	}
+	if err := f.g.Idle(ctx); err != nil {
+		t.Fatalf("idle with nothing in flight: %v", err)
+	}
+}
