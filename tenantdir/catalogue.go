@@ -206,6 +206,65 @@ func (c *Catalogue) DrainShard(ctx context.Context, id string) (Shard, error) {
 	return s, nil
 }
 
+// SetShardDSN changes where a shard's database is (a new host, a promoted
+// replica, a rotated password). The shard's change and a change of every
+// workspace on it or moving to it (whose records carry the shard's DSN)
+// are logged in the same transaction, so projections and caches hold the
+// new DSN. Nodes with store routing open the shard on the new DSN within
+// their shard list's refresh and close the old store once its calls are
+// done. Setting the DSN it has is a no-op.
+func (c *Catalogue) SetShardDSN(ctx context.Context, id, dsn string) (Shard, error) {
+	var s Shard
+	err := c.tx(ctx, func(tx *sql.Tx, now time.Time) error {
+		var err error
+		if s, err = c.shard(ctx, tx, id); err != nil {
+			return err
+		}
+		if s.DSN == dsn {
+			return nil
+		}
+		s.DSN, s.ChangedAt = dsn, now
+		if _, err := tx.ExecContext(ctx, `UPDATE tenantdir_shards SET dsn = $1, changed_at = $2 WHERE id = $3`,
+			dsn, c.ts(now), id); err != nil {
+			return err
+		}
+		if err := c.logShard(ctx, tx, &s); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM tenantdir_workspaces WHERE shard_id = $1 OR target_shard_id = $1 ORDER BY id`, id)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for rows.Next() {
+			var ws string
+			if err := rows.Scan(&ws); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, ws)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, ws := range ids {
+			if _, err := tx.ExecContext(ctx, `UPDATE tenantdir_workspaces SET changed_at = $1 WHERE id = $2`, c.ts(now), ws); err != nil {
+				return err
+			}
+			r := Record{WorkspaceID: ws, ChangedAt: now}
+			if err := c.logWorkspace(ctx, tx, &r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Shard{}, fmt.Errorf("set shard %s's DSN: %w", id, err)
+	}
+	return s, nil
+}
+
 // ListShards lists every shard with its workspace count, by region and id.
 func (c *Catalogue) ListShards(ctx context.Context) ([]Shard, error) {
 	rows, err := c.db.QueryContext(ctx, `SELECT s.id, s.region, s.dsn, s.capacity, s.state, s.version, s.changed_at,

@@ -394,3 +394,73 @@ func TestCatalogueUnplace(t *testing.T) {
 		}
 	})
 }
+
+// TestSetShardDSN: a shard's new DSN is logged with the shard, and with
+// every workspace on it or moving to it (their records carry it); the
+// others are untouched; the same DSN again, or an unknown shard, changes
+// nothing.
+func TestSetShardDSN(t *testing.T) {
+	forEachStore(t, func(t *testing.T, c *Catalogue) {
+		ctx := context.Background()
+		for _, s := range []Shard{{ID: "a", Region: "eu", DSN: "postgres://old-a"}, {ID: "b", Region: "eu", DSN: "postgres://b"}} {
+			if _, err := c.AddShard(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for ws, shard := range map[string]string{"on-a": "a", "on-b": "b", "to-a": "b"} {
+			if _, err := c.Place(ctx, Placement{WorkspaceID: ws, Region: "eu", Shard: shard}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.BeginMove(ctx, "to-a", "a"); err != nil {
+			t.Fatal(err)
+		}
+		total, _, err := c.ChangeCount(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := c.Pending(ctx, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.SetShardDSN(ctx, "a", "postgres://new-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.DSN != "postgres://new-a" || s.Version == 0 {
+			t.Fatalf("shard after the change: %+v", s)
+		}
+		after, err := c.Pending(ctx, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logged := map[string]Change{}
+		for _, ch := range after[len(before):] {
+			if ch.Shard != nil {
+				logged["shard "+ch.Shard.ID] = ch
+			} else {
+				logged[ch.Workspace.WorkspaceID] = ch
+			}
+		}
+		if len(logged) != 3 || logged["shard a"].Shard == nil || logged["shard a"].Shard.DSN != "postgres://new-a" ||
+			logged["on-a"].Workspace == nil || logged["on-a"].Workspace.DSN != "postgres://new-a" ||
+			logged["to-a"].Workspace == nil || logged["to-a"].Workspace.TargetDSN != "postgres://new-a" ||
+			logged["to-a"].Workspace.DSN != "postgres://b" {
+			t.Fatalf("logged %+v, want shard a, on-a and to-a with the new DSN", logged)
+		}
+		rec, err := c.Workspace(ctx, "on-a")
+		if err != nil || rec.DSN != "postgres://new-a" || rec.Version != logged["on-a"].Seq {
+			t.Fatalf("on-a after the change: %+v, %v", rec, err)
+		}
+		if _, err := c.SetShardDSN(ctx, "a", "postgres://new-a"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.SetShardDSN(ctx, "nope", "postgres://x")
+		if parley.ErrorCode(err) != parley.ENOTFOUND {
+			t.Fatalf("unknown shard: %v, want %s", err, parley.ENOTFOUND)
+		}
+		if n, _, err := c.ChangeCount(ctx); err != nil || n != total+3 {
+			t.Fatalf("changes %d, %v; want %d (a no-op and a refusal log nothing)", n, err, total+3)
+		}
+	})
+}
