@@ -176,12 +176,15 @@ var _ parley.Exporter = (*Router)(nil)
 
 // ExportWorkspace streams a workspace from its shard. It is not under the
 // shard's guard: an export of a big workspace runs for minutes by design,
-// which the breaker would count as slow calls.
+// which the breaker would count as slow calls. It is held in flight on the
+// guard all the same, so that a store replaced after a DSN change is not
+// closed under it.
 func (r *Router) ExportWorkspace(ctx context.Context, actor, workspaceID string, opts parley.ExportOptions, sink parley.ExportSink) error {
 	p, _, err := r.route(ctx, workspaceID)
 	if err != nil {
 		return err
 	}
+	defer p.g.Hold()()
 	return p.s.ExportWorkspace(ctx, actor, workspaceID, opts, sink)
 }
 

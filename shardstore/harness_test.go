@@ -323,18 +323,18 @@ type cluster struct {
 }
 
 // newCluster opens a router over the three shared shards, emptied, whose
-// stores publish to pub.
-func newCluster(tb testing.TB, pub parley.EventPublisher) *cluster {
+// stores publish to pub; opts edit the router's configuration.
+func newCluster(tb testing.TB, pub parley.EventPublisher, opts ...func(*shardstore.Config)) *cluster {
 	tb.Helper()
 	sharedShards(tb)
 	c := &cluster{region: shared.region, reg: prometheus.NewRegistry(), dir: shared.dir,
 		shards: shared.shards, dsns: shared.dsns}
-	return c.open(tb, pub)
+	return c.open(tb, pub, opts...)
 }
 
 // newClusterN opens n fresh shards with a directory of their own and a
 // router over them.
-func newClusterN(tb testing.TB, pub parley.EventPublisher, n int) *cluster {
+func newClusterN(tb testing.TB, pub parley.EventPublisher, n int, opts ...func(*shardstore.Config)) *cluster {
 	tb.Helper()
 	c := &cluster{region: "r" + randHex(), reg: prometheus.NewRegistry()}
 	d := testDirectory(tb, c.region)
@@ -348,11 +348,11 @@ func newClusterN(tb testing.TB, pub parley.EventPublisher, n int) *cluster {
 		}
 		c.shards, c.dsns = append(c.shards, id), append(c.dsns, dsn)
 	}
-	return c.open(tb, pub)
+	return c.open(tb, pub, opts...)
 }
 
 // open opens the router over c's shards.
-func (c *cluster) open(tb testing.TB, pub parley.EventPublisher) *cluster {
+func (c *cluster) open(tb testing.TB, pub parley.EventPublisher, opts ...func(*shardstore.Config)) *cluster {
 	tb.Helper()
 	ctx := context.Background()
 	d := c.dir
@@ -365,11 +365,15 @@ func (c *cluster) open(tb testing.TB, pub parley.EventPublisher) *cluster {
 		tb.Fatalf("open default shard: %v", err)
 	}
 	c.placements = &placementLog{Catalogue: d.cat}
-	r, err := shardstore.New(shardstore.Config{Default: def, DefaultShard: c.shards[0], Directory: d.client,
+	cfg := shardstore.Config{Default: def, DefaultShard: c.shards[0], Directory: d.client,
 		Catalogue: c.placements, Region: c.region, Live: live, Registerer: c.reg,
 		Open: func(ctx context.Context, dsn string) (*sqlstore.Store, error) {
 			return shardstore.OpenShard(ctx, base, dsn)
-		}})
+		}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	r, err := shardstore.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

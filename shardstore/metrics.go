@@ -11,9 +11,11 @@ import (
 type metrics struct {
 	routed           *prometheus.CounterVec // shard, via
 	idMisses         *prometheus.CounterVec // kind
+	idUnknown        *prometheus.CounterVec // kind
 	readOnly         prometheus.Counter
 	partial          *prometheus.CounterVec // op
 	opens            *prometheus.CounterVec // shard, result
+	retired          *prometheus.CounterVec // shard, result
 	userCopies       *prometheus.CounterVec // shard
 	userSyncFailures *prometheus.CounterVec // shard
 	userRepairs      *prometheus.CounterVec // shard
@@ -32,6 +34,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		idMisses: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_shardstore_id_misses_total", Help: "Channel and message ids not in the id -> workspace cache: every shard was asked."},
 			[]string{"kind"})),
+		idUnknown: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_id_negative_hits_total", Help: "Ids answered not found from the negative cache (every shard lacked them a moment ago), without asking the shards."},
+			[]string{"kind"})),
 		readOnly: promutil.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_shardstore_read_only_refusals_total", Help: "Writes refused with 503 because their workspace was read-only."})),
 		partial: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -39,6 +44,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			[]string{"op"})),
 		opens: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_shardstore_shard_opens_total", Help: "Openings of a shard's store, by shard and result (ok, error)."},
+			[]string{"shard", "result"})),
+		retired: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardstore_shard_stores_retired_total", Help: "Shard stores closed after the shard's DSN changed, by shard and result: drained (their calls had returned) or bound (closed with calls still running, after the bound or at shutdown)."},
 			[]string{"shard", "result"})),
 		userCopies: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_shardstore_user_copies_total", Help: "User rows copied from the control database to a shard."},

@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/maypok86/otter/v2"
@@ -84,7 +85,20 @@ type Config struct {
 	// ScatterTimeout bounds a search of every shard for an id (default
 	// 2 s): a shard that has not answered by then makes a miss 503.
 	ScatterTimeout time.Duration
+	// NegativeTTL is how long an id every shard answered not found for is
+	// remembered as unknown (default 5 s; negative: not at all).
+	NegativeTTL time.Duration
+	// Now is the negative cache's clock (default time.Now); tests move it.
+	Now func() time.Time
+	// RetireAfter bounds the wait for the calls in flight on a shard's
+	// store replaced because its DSN changed (default 1 min); the old store
+	// is closed then.
+	RetireAfter time.Duration
 }
+
+// negativeMax bounds the negative cache: ids are client input, so a
+// client sending random ones evicts older entries rather than growing it.
+const negativeMax = 100_000
 
 // Router is a parley.Store over every shard of the catalogue.
 type Router struct {
@@ -93,11 +107,14 @@ type Router struct {
 	m         *metrics
 	def       *pool
 	ids       *otter.Cache[string, string] // channel/message id -> workspace id (immutable)
+	unknown   *otter.Cache[string, struct{}] // ids no shard had, for NegativeTTL; nil when off
 	placed    sync.Map                     // workspace id -> shard id, placed by this node (directory lag)
 	copies    sync.Map                     // shard id + "/" + user id -> struct{}: the copy exists
 	repairing sync.Map                     // shard id + "/" + user id -> struct{}: a repair is running
 	syncing   sync.Map                     // key -> struct{}: a copy to the control database being retried (integrations.go)
 	done      chan struct{}                // closed by Close: repairs stop
+	listGen   atomic.Int64                 // bumped when the shard list's ids or DSNs change
+	retiring  sync.WaitGroup               // stores replaced after a DSN change, not closed yet
 	mu        sync.Mutex
 	pools     map[string]*pool // shard id -> pool; guarded by mu
 	opening   map[string]*opening
@@ -110,6 +127,7 @@ var _ parley.Store = (*Router)(nil)
 // pool is one shard's store and its guard.
 type pool struct {
 	id  string
+	dsn string // what it was opened on
 	s   *sqlstore.Store
 	g   *storeguard.Guard
 	own bool // opened by the router (closed by Close)
@@ -117,6 +135,7 @@ type pool struct {
 
 // opening is a shard being opened: later callers wait for it.
 type opening struct {
+	dsn  string
 	done chan struct{}
 	p    *pool
 	err  error
@@ -140,6 +159,15 @@ func New(cfg Config) (*Router, error) {
 	if cfg.ScatterTimeout <= 0 {
 		cfg.ScatterTimeout = 2 * time.Second
 	}
+	if cfg.NegativeTTL == 0 {
+		cfg.NegativeTTL = 5 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.RetireAfter <= 0 {
+		cfg.RetireAfter = time.Minute
+	}
 	r := &Router{cfg: cfg, log: cfg.Logger, pools: map[string]*pool{}, opening: map[string]*opening{}, done: make(chan struct{})}
 	if r.log == nil {
 		r.log = slog.Default()
@@ -153,6 +181,14 @@ func New(cfg Config) (*Router, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shardstore: id cache: %w", err)
 	}
+	if cfg.NegativeTTL > 0 {
+		r.unknown, err = otter.New(&otter.Options[string, struct{}]{MaximumSize: negativeMax,
+			ExpiryCalculator: otter.ExpiryWriting[string, struct{}](cfg.NegativeTTL), Clock: clock{cfg.Now}})
+		if err != nil {
+			return nil, fmt.Errorf("shardstore: negative id cache: %w", err)
+		}
+	}
+	go r.refresh()
 	return r, nil
 }
 
@@ -199,6 +235,14 @@ func (r *Router) Guard(ctx context.Context, shardID string) (*storeguard.Guard, 
 }
 
 func (r *Router) poolByID(ctx context.Context, shardID string) (*pool, error) {
+	return r.poolFor(ctx, shardID, "", false)
+}
+
+// poolFor returns a shard's pool: the open one, else one opened on the
+// shard list's DSN (the catalogue's, read ShardListTTL ago at most), else,
+// with hint, on hintDSN (a directory record's: a shard newer than the
+// list).
+func (r *Router) poolFor(ctx context.Context, shardID, hintDSN string, hint bool) (*pool, error) {
 	if p := r.cached(shardID); p != nil {
 		return p, nil
 	}
@@ -206,6 +250,9 @@ func (r *Router) poolByID(ctx context.Context, shardID string) (*pool, error) {
 		if s.ID == shardID {
 			return r.pool(ctx, s.ID, s.DSN)
 		}
+	}
+	if hint {
+		return r.pool(ctx, shardID, hintDSN)
 	}
 	return nil, parley.Errorf(parley.ENOTFOUND, "shard %s is not in the catalogue", shardID)
 }
@@ -220,8 +267,10 @@ func (r *Router) cached(shardID string) *pool {
 // that time fail at once rather than each dialling a database that is down.
 const retryOpen = time.Second
 
-// pool returns the shard's pool, opening it on first use (one open per
-// shard however many ask).
+// pool returns the shard's pool, opening it on dsn on first use (one open
+// per shard however many ask). An open still running on another DSN (the
+// shard's DSN changed meanwhile) is not joined: a new one starts, and the
+// old one's store is closed when it is done.
 func (r *Router) pool(ctx context.Context, shardID, dsn string) (*pool, error) {
 	if shardID == r.cfg.DefaultShard || dsn == "" {
 		return r.def, nil
@@ -240,9 +289,12 @@ func (r *Router) pool(ctx context.Context, shardID, dsn string) (*pool, error) {
 			}
 		default:
 		}
+		if o != nil && o.dsn != dsn {
+			o = nil
+		}
 	}
 	if o == nil {
-		o = &opening{done: make(chan struct{}), at: time.Now()}
+		o = &opening{dsn: dsn, done: make(chan struct{}), at: time.Now()}
 		r.opening[shardID] = o
 		r.mu.Unlock()
 		go r.open(shardID, dsn, o)
@@ -277,21 +329,41 @@ func (r *Router) open(shardID, dsn string, o *opening) {
 		r.mu.Unlock()
 		return
 	}
-	r.m.opens.WithLabelValues(shardID, "ok").Inc()
-	r.log.Info("shard opened", "shard", shardID, "took", time.Since(start))
-	o.p = &pool{id: shardID, s: s, g: r.guard(shardID, s), own: true}
 	r.mu.Lock()
+	current := r.opening[shardID] == o
+	select {
+	case <-r.done:
+		current = false // closed meanwhile: nobody would close it
+	default:
+	}
+	if !current {
+		r.mu.Unlock()
+		// Superseded by an open on the shard's new DSN (or the router
+		// closed): its waiters try again, on the new one.
+		r.log.Info("shard opened on a DSN no longer current; closed", "shard", shardID)
+		o.err = parley.Errorf(parley.EUNAVAILABLE, "shard %s is changing its database; try again shortly", shardID)
+		if err := s.Close(); err != nil {
+			r.log.Warn("close a superseded shard store", "shard", shardID, "err", err)
+		}
+		return
+	}
+	o.p = &pool{id: shardID, dsn: dsn, s: s, g: r.guard(shardID, s), own: true}
 	if r.presence != nil {
 		s.SetPresence(r.presence)
 	}
 	r.pools[shardID] = o.p
 	delete(r.opening, shardID)
 	r.mu.Unlock()
+	r.m.opens.WithLabelValues(shardID, "ok").Inc()
+	r.log.Info("shard opened", "shard", shardID, "took", time.Since(start))
 }
 
 // shards returns the catalogue's shards, kept ShardListTTL; the last list
 // read when the catalogue does not answer; the default shard alone when
-// there has never been one.
+// there has never been one. A list whose shards or DSNs differ from the
+// last one drops the negative id cache (a new shard may hold ids the
+// others said they lacked) and replaces the stores of shards whose DSN
+// changed.
 func (r *Router) shards(ctx context.Context) []tenantdir.Shard {
 	l := &r.list
 	l.mu.Lock()
@@ -308,8 +380,110 @@ func (r *Router) shards(ctx context.Context) []tenantdir.Shard {
 		l.at = time.Now().Add(-r.cfg.ShardListTTL + time.Second) // retry in a second
 		return l.shards
 	}
+	if !sameShards(l.shards, got) {
+		r.listGen.Add(1)
+		if r.unknown != nil {
+			r.unknown.InvalidateAll()
+		}
+		r.reopenChanged(got)
+	}
 	l.shards, l.at = got, time.Now()
 	return got
+}
+
+// sameShards reports whether two shard lists name the same shards with
+// the same DSNs.
+func sameShards(a, b []tenantdir.Shard) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	dsn := make(map[string]string, len(a))
+	for _, s := range a {
+		dsn[s.ID] = s.DSN
+	}
+	for _, s := range b {
+		if d, ok := dsn[s.ID]; !ok || d != s.DSN {
+			return false
+		}
+	}
+	return true
+}
+
+// reopenChanged replaces the pool of every shard whose DSN is no longer
+// the one it was opened on: new calls open (and wait for) a store on the
+// new DSN; the old store is closed once the calls running on it are done
+// (retire). The default shard is the node's own database whatever the
+// catalogue says.
+func (r *Router) reopenChanged(shards []tenantdir.Shard) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case <-r.done:
+		return // closed: Close closes the pools
+	default:
+	}
+	for _, s := range shards {
+		p := r.pools[s.ID]
+		if p == nil || !p.own || p.dsn == s.DSN {
+			continue
+		}
+		delete(r.pools, s.ID)
+		r.log.Info("shard's DSN changed; reopening it", "shard", s.ID)
+		r.retiring.Add(1)
+		go r.retire(p)
+		if s.DSN != "" {
+			// Opened now, not at the next call, so that the first
+			// call after the change does not wait for the dial.
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				r.pool(ctx, s.ID, s.DSN) // a failure is logged and counted by open
+			}()
+		}
+	}
+}
+
+// retire closes a shard's store that new calls no longer reach, once the
+// calls already on it have returned, or after RetireAfter (or at Close)
+// if some still run: those then fail, as they would on a restart.
+func (r *Router) retire(p *pool) {
+	defer r.retiring.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RetireAfter)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	result := "drained"
+	if err := p.g.Idle(ctx); err != nil {
+		result = "bound"
+		r.log.Warn("closing a replaced shard store with calls still running", "shard", p.id, "err", err)
+	}
+	if err := p.s.Close(); err != nil {
+		r.log.Warn("close a replaced shard store", "shard", p.id, "err", err)
+	}
+	r.m.retired.WithLabelValues(p.id, result).Inc()
+	r.log.Info("replaced shard store closed", "shard", p.id, "result", result)
+}
+
+// refresh reads the shard list every ShardListTTL, so that a changed DSN
+// is acted on even when no call needs the list.
+func (r *Router) refresh() {
+	t := time.NewTicker(r.cfg.ShardListTTL)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ShardListTTL)
+			r.shards(ctx)
+			cancel()
+		}
+	}
 }
 
 // pools opens (or finds) every shard's pool, the default one first,
@@ -347,7 +521,6 @@ func (r *Router) SetPresence(p parley.PresenceSnapshot) {
 // which is its owner's).
 func (r *Router) Close() error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	select {
 	case <-r.done:
 	default:
@@ -362,7 +535,14 @@ func (r *Router) Close() error {
 		}
 	}
 	r.pools = map[string]*pool{r.cfg.DefaultShard: r.def}
+	r.mu.Unlock()
+	// Stores replaced after a DSN change: done is closed, so they stop
+	// waiting for their calls and close now.
+	r.retiring.Wait()
 	r.ids.StopAllGoroutines()
+	if r.unknown != nil {
+		r.unknown.StopAllGoroutines()
+	}
 	return errors.Join(errs...)
 }
 
@@ -419,7 +599,7 @@ func (r *Router) route(ctx context.Context, ws string) (*pool, tenantdir.Record,
 	if err != nil {
 		return nil, rec, fmt.Errorf("route workspace %s: %w", ws, err)
 	}
-	p, err := r.pool(ctx, rec.ShardID, rec.DSN)
+	p, err := r.poolFor(ctx, rec.ShardID, rec.DSN, true)
 	if err != nil {
 		return nil, rec, err
 	}
@@ -450,15 +630,26 @@ const (
 
 // workspaceOf returns the workspace of a channel or message id: from the
 // cache, or by asking every shard at once (one search per id however many
-// ask). An id no shard has is ENOTFOUND (not cached: it may be created
-// later); when a shard did not answer and none had it, EUNAVAILABLE.
+// ask). An id no shard has is ENOTFOUND, and is remembered as such for
+// NegativeTTL (docs/directory.md: ids are drawn by the server, and a
+// client learns one only once its row has committed, so an id that every
+// shard said it lacks is a guess or a stale id, not one about to appear);
+// when a shard did not answer and none had it, EUNAVAILABLE, not
+// remembered.
 func (r *Router) workspaceOf(ctx context.Context, kind, id string) (string, error) {
 	if !idShape.MatchString(id) {
 		return "", parley.Errorf(parley.ENOTFOUND, "%s not found", kind)
 	}
 	key := kind + ":" + id
+	if r.unknown != nil {
+		if _, ok := r.unknown.GetIfPresent(key); ok {
+			r.m.idUnknown.WithLabelValues(kind).Inc()
+			return "", parley.Errorf(parley.ENOTFOUND, "%s not found", kind)
+		}
+	}
 	ws, err := r.ids.Get(ctx, key, otter.LoaderFunc[string, string](func(ctx context.Context, _ string) (string, error) {
 		r.m.idMisses.WithLabelValues(kind).Inc()
+		gen := r.listGen.Load()
 		ws, err := r.scatterFind(ctx, kind, func(ctx context.Context, p *pool) (string, error) {
 			var ws string
 			err := p.g.Run(ctx, storeguard.Read, func(ctx context.Context) (err error) {
@@ -477,6 +668,11 @@ func (r *Router) workspaceOf(ctx context.Context, kind, id string) (string, erro
 			return ws, err
 		})
 		if parley.ErrorCode(err) == parley.ENOTFOUND {
+			// Not remembered if the shard list changed during the
+			// search: a shard it did not ask may have the id.
+			if r.unknown != nil && r.listGen.Load() == gen {
+				r.unknown.Set(key, struct{}{})
+			}
 			return "", otter.ErrNotFound
 		}
 		return ws, err
@@ -486,6 +682,12 @@ func (r *Router) workspaceOf(ctx context.Context, kind, id string) (string, erro
 	}
 	return ws, err
 }
+
+// clock is the negative cache's time source: Config.Now.
+type clock struct{ now func() time.Time }
+
+func (c clock) NowNano() int64                        { return c.now().UnixNano() }
+func (c clock) Tick(d time.Duration) <-chan time.Time { return time.Tick(d) }
 
 // scatterFind asks every shard at once and returns the first answer; all
 // ENOTFOUND is ENOTFOUND; none found with a shard failing is EUNAVAILABLE.

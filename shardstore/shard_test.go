@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,9 +28,9 @@ func bg() context.Context { return context.Background() }
 
 // twoShards returns a cluster with owner's two workspaces, placed by the
 // catalogue on two different shards.
-func twoShards(t *testing.T) (c *cluster, owner *parley.User, w1, w2 *parley.Workspace) {
+func twoShards(t *testing.T, opts ...func(*shardstore.Config)) (c *cluster, owner *parley.User, w1, w2 *parley.Workspace) {
 	t.Helper()
-	c = newCluster(t, &storetest.Recorder{})
+	c = newCluster(t, &storetest.Recorder{}, opts...)
 	owner = storetest.MustUser(t, c.r, "owner")
 	w1 = storetest.MustWorkspace(t, c.r, owner)
 	w2 = storetest.MustWorkspace(t, c.r, owner)
@@ -385,10 +386,21 @@ func setConnections(t *testing.T, dsn string, allow bool) {
 
 // TestUnknownIDs: ids no shard has are 404, malformed ones without asking
 // any shard; a workspace the directory does not know falls back to the
-// default shard (which does not have it either).
+// default shard (which does not have it either). A well-formed unknown id
+// is remembered for the negative TTL: its repeats ask no shard until then,
+// one search per TTL.
 func TestUnknownIDs(t *testing.T) {
-	c, owner, _, _ := twoShards(t)
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	const ttl = 5 * time.Second
+	c, owner, _, _ := twoShards(t, func(cfg *shardstore.Config) {
+		cfg.NegativeTTL = ttl
+		cfg.Now = func() time.Time { return time.Unix(0, clock.Load()) }
+	})
 	r := c.r
+	misses := func() float64 { return counterValue(t, c.reg, "parley_shardstore_id_misses_total") }
+	hits := func() float64 { return counterValue(t, c.reg, "parley_shardstore_id_negative_hits_total") }
+	m0 := misses()
 	_, err := r.GetChannel(bg(), owner.ID, "C0000000000000000000000000")
 	storetest.Code(t, err, parley.ENOTFOUND)
 	_, err = r.GetMessage(bg(), owner.ID, "M0000000000000000000000000")
@@ -407,8 +419,11 @@ func TestUnknownIDs(t *testing.T) {
 	if err != nil || member {
 		t.Fatalf("member of an unknown channel = %v, %v", member, err)
 	}
+	if got := misses(); got != m0+3 { // the channel once, the two messages
+		t.Fatalf("id misses = %v, want %v", got, m0+3)
+	}
 
-	misses := counterValue(t, c.reg, "parley_shardstore_id_misses_total")
+	m1, h1 := misses(), hits()
 	for _, bad := range []string{"", "C\x00x", strings.Repeat("C", 100_000), "../etc", "C 1", "-1"} {
 		_, err := r.GetChannel(bg(), owner.ID, bad)
 		storetest.Code(t, err, parley.ENOTFOUND)
@@ -417,10 +432,73 @@ func TestUnknownIDs(t *testing.T) {
 		_, err = r.ListMessages(bg(), owner.ID, bad, parley.HistoryQuery{Limit: 1})
 		storetest.Code(t, err, parley.ENOTFOUND)
 	}
-	if got := counterValue(t, c.reg, "parley_shardstore_id_misses_total"); got != misses+2 {
-		// "-1" has an id's shape: it is looked for (by GetChannel and
-		// ListMessages: a miss is not cached); the others are not.
-		t.Fatalf("id misses = %v, want %v", got, misses+2)
+	if got := misses(); got != m1+1 {
+		// "-1" has an id's shape: GetChannel looks for it, and
+		// ListMessages finds it in the negative cache; the others are
+		// not looked for.
+		t.Fatalf("id misses = %v, want %v", got, m1+1)
+	}
+	if got := hits(); got != h1+1 {
+		t.Fatalf("negative hits = %v, want %v", got, h1+1)
+	}
+
+	// Repeats of an unknown id: one search per TTL, however many.
+	const unknown = "C0000000000000000000000042"
+	m2 := misses()
+	for round := range 3 {
+		for range 50 {
+			_, err := r.ListMessages(bg(), owner.ID, unknown, parley.HistoryQuery{Limit: 1})
+			storetest.Code(t, err, parley.ENOTFOUND)
+		}
+		if got := misses(); got != m2+float64(round+1) {
+			t.Fatalf("round %d: id misses = %v, want %v (one search per TTL)", round, got, m2+float64(round+1))
+		}
+		clock.Add(int64(ttl - time.Millisecond))
+		_, err := r.GetChannel(bg(), owner.ID, unknown) // still within the TTL
+		storetest.Code(t, err, parley.ENOTFOUND)
+		if got := misses(); got != m2+float64(round+1) {
+			t.Fatalf("round %d: a search before the TTL ran out", round)
+		}
+		clock.Add(int64(2 * time.Millisecond))
+	}
+	if got := hits(); got < h1+1+3*50 {
+		t.Fatalf("negative hits = %v, want at least %v", got, h1+1+3*50)
+	}
+}
+
+// TestUnknownIDNotRememberedWhileAShardFails: an id not found while a
+// shard did not answer is 503 and not remembered (that shard may have it):
+// each try searches again, and once every shard answers not found it is
+// remembered.
+func TestUnknownIDNotRememberedWhileAShardFails(t *testing.T) {
+	c, owner, w1, w2 := twoShards(t)
+	downWS := w2
+	if c.shardOf(t, w2.ID) == c.shards[0] { // keep the control database up
+		downWS = w1
+	}
+	dsn := c.dsns[indexOf(c.shards, c.shardOf(t, downWS.ID))]
+	misses := func() float64 { return counterValue(t, c.reg, "parley_shardstore_id_misses_total") }
+	const id = "C0000000000000000000000077"
+	setConnections(t, dsn, false)
+	t.Cleanup(func() { setConnections(t, dsn, true) })
+	m0 := misses()
+	for i := range 3 {
+		_, err := c.r.GetChannel(bg(), owner.ID, id)
+		storetest.Code(t, err, parley.EUNAVAILABLE)
+		if got := misses(); got != m0+float64(i+1) {
+			t.Fatalf("try %d: id misses = %v, want %v (a failed search is not remembered)", i, got, m0+float64(i+1))
+		}
+	}
+	setConnections(t, dsn, true)
+	waitFor(t, 30*time.Second, "every shard to answer", func() bool {
+		_, err := c.r.GetChannel(bg(), owner.ID, id)
+		return parley.ErrorCode(err) == parley.ENOTFOUND
+	})
+	m1 := misses()
+	_, err := c.r.GetChannel(bg(), owner.ID, id)
+	storetest.Code(t, err, parley.ENOTFOUND)
+	if got := misses(); got != m1 {
+		t.Fatalf("id misses = %v, want %v: a not found from every shard is remembered", got, m1)
 	}
 }
 

@@ -55,7 +55,7 @@ func (o *controlOptions) open(cmd *cobra.Command, lookupEnv func(string) (string
 
 func newShardsCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 	var o controlOptions
-	cmd := &cobra.Command{Use: "shards", Short: "Add, list and drain the tenant directory's shards"}
+	cmd := &cobra.Command{Use: "shards", Short: "Add, list, drain and re-point the tenant directory's shards"}
 	o.register(cmd.PersistentFlags())
 
 	var add tenantdir.Shard
@@ -106,7 +106,26 @@ func newShardsCmd(lookupEnv func(string) (string, bool)) *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(addCmd, listCmd, drainCmd)
+	var setDSN string
+	setCmd := &cobra.Command{
+		Use:   "set ID --dsn URL",
+		Short: "Change where a shard's database is; nodes switch to it without a restart",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("dsn") {
+				return errors.New("shards set: --dsn is required")
+			}
+			return withCatalogue(cmd, &o, lookupEnv, func(ctx context.Context, c *tenantdir.Catalogue) error {
+				s, err := c.SetShardDSN(ctx, args[0], setDSN)
+				if err != nil {
+					return err
+				}
+				return printShards(cmd.OutOrStdout(), &o, []tenantdir.Shard{s})
+			})
+		},
+	}
+	setCmd.Flags().StringVar(&setDSN, "dsn", "", "new URL of the shard's database (empty: the node's own database)")
+	cmd.AddCommand(addCmd, listCmd, drainCmd, setCmd)
 	return cmd
 }
 
