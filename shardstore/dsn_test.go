@@ -75,7 +75,9 @@ func TestShardDSNChange(t *testing.T) {
 	// An export in flight on the old store.
 	sink := &blockingSink{running: make(chan struct{}), release: make(chan struct{})}
 	exported := make(chan error, 1)
-	go func() { exported <- r.ExportWorkspace(context.Background(), owner.ID, w.ID, parley.ExportOptions{}, sink) }()
+	go func() {
+		exported <- r.ExportWorkspace(context.Background(), owner.ID, w.ID, parley.ExportOptions{}, sink)
+	}()
 	select {
 	case <-sink.running:
 	case err := <-exported:

@@ -94,6 +94,20 @@ func TestDirectoryCommands(t *testing.T) {
 	if _, m := lookup(); m["dsn"] != "postgres://app:xxxxx@db2/parley" {
 		t.Fatalf("admin lookup dsn %v, want it redacted", m["dsn"])
 	}
+	// A shard's new DSN reaches the records of its workspaces on the
+	// node (logged with each of them); the password is not printed.
+	if out := must("shards", "set", "eu2", "--dsn", "postgres://app:s3cret@db2b/parley"); strings.Contains(out, "s3cret") || !strings.Contains(out, "db2b") {
+		t.Fatalf("shards set:\n%s", out)
+	}
+	waitUntil(t, 10*time.Second, "the node's client to hear acme's shard's new DSN", func() bool {
+		_, m := lookup()
+		return m["dsn"] == "postgres://app:xxxxx@db2b/parley"
+	})
+	for _, bad := range [][]string{{"shards", "set", "eu2"}, {"shards", "set", "nope", "--dsn", "postgres://x/y"}} {
+		if out, err := cli(bad...); err == nil {
+			t.Errorf("parley %s succeeded:\n%s", strings.Join(bad, " "), out)
+		}
+	}
 	// ?cold=1 asks the replica again; the lookup's time is in Server-Timing.
 	// A cold value that is not 0 or 1 is refused.
 	for q, want := range map[string]int{"?cold=1": 200, "?cold=0": 200, "?cold=maybe": 400, "?cold=%00": 400} {
