@@ -441,14 +441,12 @@ func (s *Store) GetUpload(ctx context.Context, actor, uploadID string) (*parley.
 func (s *Store) AdvanceUpload(ctx context.Context, actor, uploadID string, from, to int64) (*parley.Upload, error) {
 	var out *parley.Upload
 	err := s.write(ctx, "advance upload", func(ctx context.Context, tx *Tx) error {
+		out = nil // the function may run again (a retry)
 		u, err := scanUpload(tx.QueryRowContext(ctx, `UPDATE file_uploads SET received = $1
 			WHERE id = $2 AND user_id = $3 AND received = $4 AND expires_at > $5 RETURNING `+uploadColumns,
 			to, uploadID, actor, from, micros(tx.now)))
 		if errors.Is(err, sql.ErrNoRows) {
-			if _, gerr := s.GetUpload(ctx, actor, uploadID); gerr != nil {
-				return gerr
-			}
-			return parley.Errorf(parley.ECONFLICT, "the upload's offset is no longer %d", from)
+			return nil // why not: asked below, outside the transaction
 		}
 		if err != nil {
 			return fmt.Errorf("advance upload: %w", err)
@@ -458,6 +456,15 @@ func (s *Store) AdvanceUpload(ctx context.Context, actor, uploadID string, from,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if out == nil {
+		// Not under the write's connection: a read on a second one while
+		// holding the first can wait forever on a small pool
+		// (--shard-pool-size) full of writers doing the same.
+		if _, err := s.GetUpload(ctx, actor, uploadID); err != nil {
+			return nil, err
+		}
+		return nil, parley.Errorf(parley.ECONFLICT, "the upload's offset is no longer %d", from)
 	}
 	return out, nil
 }
