@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/maypok86/otter/v2"
-
 	"parley"
 	"parley/sqlstore"
 	"parley/storeguard"
@@ -31,8 +29,9 @@ import (
 // retried in the background, and doing the call again finishes it.
 //
 // Ids without a workspace: a webhook id and a bot id find their workspace
-// as channel ids do (every shard asked once, the answer cached: neither
-// ever changes workspace); a response_url token is a secret, so it is
+// as channel ids do (workspaceBy: every shard asked once, the answer
+// cached, as neither ever changes workspace; an id no shard has remembered
+// for a few seconds); a response_url token is a secret, so it is
 // looked for on every shard each time and never cached, as invite codes.
 
 var _ parley.IntegrationStore = (*Router)(nil)
@@ -53,34 +52,6 @@ func (r *Router) integOn(ctx context.Context, ws string, write bool) (*pool, err
 	}
 	p, _, err := r.route(ctx, ws)
 	return p, err
-}
-
-// workspaceBy returns the workspace of an id of kind, from the id cache or
-// by asking every shard with ask (one search per id however many ask). An
-// id no shard has is ENOTFOUND and is not cached.
-func (r *Router) workspaceBy(ctx context.Context, kind, id string, ask func(context.Context, *pool) (string, error)) (string, error) {
-	if !idShape.MatchString(id) {
-		return "", parley.Errorf(parley.ENOTFOUND, "%s not found", kind)
-	}
-	ws, err := r.ids.Get(ctx, kind+":"+id, otter.LoaderFunc[string, string](func(ctx context.Context, _ string) (string, error) {
-		r.m.idMisses.WithLabelValues(kind).Inc()
-		ws, err := r.scatterFind(ctx, kind, func(ctx context.Context, p *pool) (string, error) {
-			var ws string
-			err := p.g.Run(ctx, storeguard.Read, func(ctx context.Context) (err error) {
-				ws, err = ask(ctx, p)
-				return err
-			})
-			return ws, err
-		})
-		if parley.ErrorCode(err) == parley.ENOTFOUND {
-			return "", otter.ErrNotFound
-		}
-		return ws, err
-	}))
-	if errors.Is(err, otter.ErrNotFound) {
-		return "", parley.Errorf(parley.ENOTFOUND, "%s not found", kind)
-	}
-	return ws, err
 }
 
 // Copies in the control database.

@@ -628,15 +628,32 @@ const (
 	kindUpload  = "upload"
 )
 
-// workspaceOf returns the workspace of a channel or message id: from the
-// cache, or by asking every shard at once (one search per id however many
-// ask). An id no shard has is ENOTFOUND, and is remembered as such for
-// NegativeTTL (docs/directory.md: ids are drawn by the server, and a
-// client learns one only once its row has committed, so an id that every
-// shard said it lacks is a guess or a stale id, not one about to appear);
-// when a shard did not answer and none had it, EUNAVAILABLE, not
-// remembered.
+// workspaceOf returns the workspace of a channel, message, file or upload
+// id (workspaceBy with the shard's lookup of that kind).
 func (r *Router) workspaceOf(ctx context.Context, kind, id string) (string, error) {
+	return r.workspaceBy(ctx, kind, id, func(ctx context.Context, p *pool) (string, error) {
+		switch kind {
+		case kindChannel:
+			return p.s.ChannelWorkspace(ctx, id)
+		case kindMessage:
+			return p.s.MessageWorkspace(ctx, id)
+		case kindFile:
+			return p.s.FileWorkspace(ctx, id)
+		default:
+			return p.s.UploadWorkspace(ctx, id)
+		}
+	})
+}
+
+// workspaceBy returns the workspace of an id of kind: from the cache, or
+// by asking every shard at once with ask, under its guard (one search per
+// id however many ask). An id no shard has is ENOTFOUND, and is
+// remembered as such for NegativeTTL: ids are drawn by the server, and a
+// client learns one only once its row has committed, so an id every shard
+// said it lacks is a guess or a stale id, not one about to appear
+// (docs/directory.md, "How a request finds its shard"). When a shard did
+// not answer and none had it, EUNAVAILABLE, not remembered.
+func (r *Router) workspaceBy(ctx context.Context, kind, id string, ask func(context.Context, *pool) (string, error)) (string, error) {
 	if !idShape.MatchString(id) {
 		return "", parley.Errorf(parley.ENOTFOUND, "%s not found", kind)
 	}
@@ -653,16 +670,7 @@ func (r *Router) workspaceOf(ctx context.Context, kind, id string) (string, erro
 		ws, err := r.scatterFind(ctx, kind, func(ctx context.Context, p *pool) (string, error) {
 			var ws string
 			err := p.g.Run(ctx, storeguard.Read, func(ctx context.Context) (err error) {
-				switch kind {
-				case kindChannel:
-					ws, err = p.s.ChannelWorkspace(ctx, id)
-				case kindMessage:
-					ws, err = p.s.MessageWorkspace(ctx, id)
-				case kindFile:
-					ws, err = p.s.FileWorkspace(ctx, id)
-				default:
-					ws, err = p.s.UploadWorkspace(ctx, id)
-				}
+				ws, err = ask(ctx, p)
 				return err
 			})
 			return ws, err

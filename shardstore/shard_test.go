@@ -464,6 +464,18 @@ func TestUnknownIDs(t *testing.T) {
 	if got := hits(); got < h1+1+3*50 {
 		t.Fatalf("negative hits = %v, want at least %v", got, h1+1+3*50)
 	}
+	// Webhook ids (posted to by anyone holding a hook URL) and bot ids
+	// likewise.
+	m3 := misses()
+	for range 20 {
+		_, err := r.WebhookByID(bg(), "H0000000000000000000000042")
+		storetest.Code(t, err, parley.ENOTFOUND)
+		_, err = r.BotWorkspace(bg(), "U0000000000000000000000042")
+		storetest.Code(t, err, parley.ENOTFOUND)
+	}
+	if got := misses(); got != m3+2 {
+		t.Fatalf("id misses = %v, want %v (one per unknown webhook or bot id)", got, m3+2)
+	}
 }
 
 // TestUnknownIDNotRememberedWhileAShardFails: an id not found while a
