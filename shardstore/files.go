@@ -184,7 +184,11 @@ func (r *Router) ExportWorkspace(ctx context.Context, actor, workspaceID string,
 	if err != nil {
 		return err
 	}
-	defer p.g.Hold()()
+	release, err := p.g.Hold()
+	if err != nil {
+		return err
+	}
+	defer release()
 	return p.s.ExportWorkspace(ctx, actor, workspaceID, opts, sink)
 }
 

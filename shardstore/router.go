@@ -458,7 +458,7 @@ func (r *Router) retire(p *pool) {
 		}
 	}()
 	result := "drained"
-	if err := p.g.Idle(ctx); err != nil {
+	if err := p.g.Drain(ctx); err != nil {
 		result = "bound"
 		r.log.Warn("closing a replaced shard store with calls still running", "shard", p.id, "err", err)
 	}

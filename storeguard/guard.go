@@ -113,7 +113,8 @@ type Guard struct {
 
 	lastDryLog atomic.Int64 // unix nanos of the last dry-run log line
 
-	calls inFlight // every call running, for Idle
+	calls   inFlight    // every call running, for Drain
+	drained atomic.Bool // set by Drain: calls are refused
 }
 
 var _ parley.Store = (*Guard)(nil)
@@ -261,6 +262,13 @@ func (u *Unavailable) RetryAfter() time.Duration { return u.retry }
 func call[T any](g *Guard, ctx context.Context, p Purpose, fn func(context.Context) (T, error)) (T, error) {
 	g.calls.begin()
 	defer g.calls.end()
+	// Checked after begin: a call that finds the guard not drained is
+	// counted before Drain reads the count, so Drain waits for it.
+	if g.drained.Load() {
+		var zero T
+		g.metrics.failedFast.WithLabelValues(p.String(), "drained").Inc()
+		return zero, g.drainedError()
+	}
 	lc := g.live.LiveConfig()
 	c := &lc.StoreGuardConfig
 	if !c.StoreGuardEnabled {
@@ -468,17 +476,34 @@ func (b *bulkhead) release() {
 // String describes the guard for logs.
 func (g *Guard) String() string { return fmt.Sprintf("storeguard(%s)", g.db) }
 
-// Idle returns once no call is in flight under the guard (or ctx is done):
-// store routing waits for it before closing a shard's store it replaced
-// (the shard's DSN changed), so that no call running on the old one is cut.
-func (g *Guard) Idle(ctx context.Context) error { return g.calls.idle(ctx) }
+// Drain refuses every call from now on (503, reason "drained") and
+// returns once the calls already in flight have returned, or with ctx's
+// error if some still run then. Store routing drains the guard of a
+// shard's store it replaced (the shard's DSN changed) before closing that
+// store, so that no call is cut or runs on a closed store: one that
+// resolved the old store a moment before is refused and retried by its
+// client on the new one.
+func (g *Guard) Drain(ctx context.Context) error {
+	g.drained.Store(true)
+	return g.calls.idle(ctx)
+}
 
 // Hold counts a call made outside the guard's bulkheads and breaker (an
-// export, long by design) as in flight for Idle until release is called.
-func (g *Guard) Hold() (release func()) {
+// export, long by design) as in flight for Drain until release is called;
+// on a drained guard it is refused as a call would be.
+func (g *Guard) Hold() (release func(), err error) {
 	g.calls.begin()
+	if g.drained.Load() {
+		g.calls.end()
+		return nil, g.drainedError()
+	}
 	var once sync.Once
-	return func() { once.Do(g.calls.end) }
+	return func() { once.Do(g.calls.end) }, nil
+}
+
+func (g *Guard) drainedError() error {
+	return &Unavailable{Reason: "drained", retry: time.Second,
+		err: parley.Errorf(parley.EUNAVAILABLE, "the database is being switched over; try again shortly")}
 }
 
 // inFlight counts calls in flight. The count is an atomic on the call

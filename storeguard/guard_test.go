@@ -401,53 +401,50 @@ func (f *fixture) value(name string, want map[string]string) float64 {
 	return sum
 }
 
-// TestIdleWaitsForCallsInFlight: Idle returns at once with nothing in
-// flight, waits for a call running in the store and for a Hold, with the
-// guard on or off, and gives up with its context.
-func TestIdleWaitsForCallsInFlight(t *testing.T) {
-	f := newFixture(t, nil)
+// TestDrainWaitsForCallsInFlight: Drain returns at once with nothing in
+// flight; otherwise it waits for the call running in the store (with the
+// guard on or off) and for a Hold, and gives up with its context; from
+// its start every new call and Hold is refused with 503 (drained).
+func TestDrainWaitsForCallsInFlight(t *testing.T) {
 	ctx := context.Background()
-	if err := f.g.Idle(ctx); err != nil {
-		t.Fatalf("idle with nothing in flight: %v", err)
-	}
 	for _, enabled := range []bool{true, false} {
-		f.live.set(func(c *parley.StoreGuardConfig) { c.StoreGuardEnabled = enabled })
+		f := newFixture(t, func(c *parley.StoreGuardConfig) { c.StoreGuardEnabled = enabled })
 		release := make(chan struct{})
 		held := f.hold(t, release)
-		idle := make(chan error, 1)
-		go func() { idle <- f.g.Idle(ctx) }()
+		hold, err := f.g.Hold()
+		if err != nil {
+			t.Fatal(err)
+		}
+		drained := make(chan error, 1)
+		go func() { drained <- f.g.Drain(ctx) }()
 		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		if err := f.g.Idle(short); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("guard on=%v: idle with a call in flight = %v, want the context's deadline", enabled, err)
+		if err := f.g.Drain(short); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("guard on=%v: drain with calls in flight = %v, want the context's deadline", enabled, err)
 		}
 		cancel()
-		select {
-		case err := <-idle:
-			t.Fatalf("guard on=%v: idle returned (%v) while a call was in flight", enabled, err)
-		default:
+		var u *storeguard.Unavailable
+		if err := f.readDirectory(); !errors.As(err, &u) || u.Reason != "drained" || parley.ErrorCode(err) != parley.EUNAVAILABLE {
+			t.Fatalf("guard on=%v: a call while draining = %v, want 503 drained", enabled, err)
+		}
+		if _, err := f.g.Hold(); !errors.As(err, &u) || u.Reason != "drained" {
+			t.Fatalf("guard on=%v: a hold while draining = %v, want 503 drained", enabled, err)
 		}
 		close(release)
 		if err := <-held; err != nil {
 			t.Fatal(err)
 		}
-		if err := <-idle; err != nil {
-			t.Fatalf("guard on=%v: idle after the call ended: %v", enabled, err)
+		select {
+		case err := <-drained:
+			t.Fatalf("guard on=%v: drain returned (%v) while a hold was in flight", enabled, err)
+		default:
 		}
-	}
-	release := f.g.Hold()
-	idle := make(chan error, 1)
-	go func() { idle <- f.g.Idle(ctx) }()
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if err := f.g.Idle(short); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("idle with a hold = %v, want the context's deadline", err)
-	}
-	release()
-	release() // a second release does nothing
-	if err := <-idle; err != nil {
-		t.Fatalf("idle after the hold ended: %v", err)
-	}
-	if err := f.g.Idle(ctx); err != nil {
-		t.Fatalf("idle with nothing in flight: %v", err)
+		hold()
+		hold() // a second release does nothing
+		if err := <-drained; err != nil {
+			t.Fatalf("guard on=%v: drain after the calls ended: %v", enabled, err)
+		}
+		if err := f.g.Drain(ctx); err != nil {
+			t.Fatalf("guard on=%v: drain with nothing in flight: %v", enabled, err)
+		}
 	}
 }

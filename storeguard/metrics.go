@@ -28,7 +28,7 @@ func newMetrics(reg prometheus.Registerer, db string) *metrics {
 		Name: "parley_store_guard_failures_total", Help: "Store calls that failed for the server's reasons (not client errors), by purpose."},
 		[]string{"database", "purpose"}))
 	failedFast := promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "parley_store_guard_failed_fast_total", Help: "Store calls refused with 503 without reaching the database, by purpose and reason (bulkhead, breaker)."},
+		Name: "parley_store_guard_failed_fast_total", Help: "Store calls refused with 503 without reaching the database, by purpose and reason (bulkhead, breaker, drained)."},
 		[]string{"database", "purpose", "reason"}))
 	dryRun := promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "parley_store_guard_dry_run_total", Help: "Store calls that would have been refused but ran (store_guard_dry_run), by purpose and reason."},
@@ -49,7 +49,7 @@ func newMetrics(reg prometheus.Registerer, db string) *metrics {
 		m.inFlight[p] = inFlight.WithLabelValues(db, p.String())
 		m.slow[p] = slow.WithLabelValues(db, p.String())
 		m.failures[p] = failures.WithLabelValues(db, p.String())
-		for _, r := range []string{"bulkhead", "breaker"} {
+		for _, r := range []string{"bulkhead", "breaker", "drained"} {
 			m.failedFast.WithLabelValues(p.String(), r)
 		}
 	}
