@@ -70,7 +70,13 @@ type Client struct {
 
 	cache  *otter.Cache[string, *entry]
 	latest *otter.Cache[string, Record] // records heard on the bus lately (see Load)
-	lkg    sync.Map                     // workspace id -> Record: the last good answer, kept past expiry
+	// loaded holds each load's answer for a moment: otter's Get can start
+	// a second load of a key when it looks the key up just before the
+	// first load stores its entry and looks for a load in flight just
+	// after that load finished. A load that finds its key here takes the
+	// answer instead of asking the replicas again (see Load).
+	loaded *otter.Cache[string, Record]
+	lkg    sync.Map // workspace id -> Record: the last good answer, kept past expiry
 	sub    *nats.Subscription
 
 	// onHeard, when set (tests, benchmarks), is called with every change
@@ -131,6 +137,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		MaximumSize:      10_000,
 		ExpiryCalculator: otter.ExpiryWriting[string, Record](10 * time.Second),
 	})
+	c.loaded = otter.Must(&otter.Options[string, Record]{
+		MaximumSize:      10_000,
+		ExpiryCalculator: otter.ExpiryWriting[string, Record](min(justLoaded, ttl/2)),
+	})
 	if c.sub, err = n.Conn.Subscribe(n.workspaceChangesOf(c.aud), c.heard); err != nil {
 		return nil, fmt.Errorf("tenantdir: subscribe to changes: %w", err)
 	}
@@ -149,6 +159,7 @@ func (c *Client) Close() error {
 	err := c.sub.Unsubscribe()
 	c.cache.StopAllGoroutines()
 	c.latest.StopAllGoroutines()
+	c.loaded.StopAllGoroutines()
 	return err
 }
 
@@ -188,17 +199,40 @@ func (c *Client) Lookup(ctx context.Context, ws string) (Record, error) {
 
 // Invalidate drops a workspace's cached record (its last-known-good is
 // kept).
-func (c *Client) Invalidate(ws string) { c.cache.Invalidate(ws) }
+func (c *Client) Invalidate(ws string) {
+	c.loaded.Invalidate(ws)
+	c.cache.Invalidate(ws)
+}
 
 // loader is the client's otter.Loader.
 type loader struct{ c *Client }
 
-// Load asks every region.
+// justLoaded is how long a load's answer answers another load of its key
+// (Client.loaded; at most half the TTL): long enough to cover otter's
+// window between a load storing its entry and leaving its in-flight
+// table, even on a machine that preempts the loader there, and short
+// enough that the answer is as fresh as a cached one.
+const justLoaded = 50 * time.Millisecond
+
+// Load asks every region, unless a load of the key has just answered.
 func (l loader) Load(ctx context.Context, ws string) (*entry, error) {
+	return l.load(ctx, ws, true)
+}
+
+// load asks every region; with shared, a load of ws that answered within
+// justLoaded answers this one too.
+func (l loader) load(ctx context.Context, ws string, shared bool) (*entry, error) {
 	c := l.c
-	rec, err := c.ask(ctx, ws)
-	if err != nil {
-		return nil, err
+	rec, ok := Record{}, false
+	if shared {
+		rec, ok = c.loaded.GetIfPresent(ws)
+	}
+	if !ok {
+		var err error
+		if rec, err = c.ask(ctx, ws); err != nil {
+			return nil, err
+		}
+		c.loaded.Set(ws, rec)
 	}
 	// A change heard while this load was in flight found no entry to
 	// replace; it wins if newer.
@@ -217,7 +251,7 @@ func (l loader) Load(ctx context.Context, ws string) (*entry, error) {
 // serve).
 func (l loader) Reload(ctx context.Context, ws string, old *entry) (*entry, error) {
 	c := l.c
-	e, err := l.Load(ctx, ws)
+	e, err := l.load(ctx, ws, false) // a refresh asks, whatever was loaded lately
 	if err == nil || errors.Is(err, otter.ErrNotFound) {
 		return e, err
 	}
