@@ -52,7 +52,7 @@ type Directory interface {
 // workspace was purged, and the freeing of a deleted workspace's slug.
 // *tenantdir.Catalogue is one.
 type Catalogue interface {
-	ListShards(ctx context.Context) ([]tenantdir.Shard, error)
+	Shards(ctx context.Context) ([]tenantdir.Shard, error)
 	Place(ctx context.Context, p tenantdir.Placement) (tenantdir.Record, error)
 	Unplace(ctx context.Context, workspaceID, shard string) (tenantdir.Record, error)
 	FreeSlug(ctx context.Context, workspaceID, slug string) error
@@ -371,7 +371,7 @@ func (r *Router) shards(ctx context.Context) []tenantdir.Shard {
 	if l.shards != nil && time.Since(l.at) < r.cfg.ShardListTTL {
 		return l.shards
 	}
-	got, err := r.cfg.Catalogue.ListShards(ctx)
+	got, err := r.cfg.Catalogue.Shards(ctx)
 	if err != nil {
 		r.log.Warn("shard list not read; using the last one", "err", err)
 		if l.shards == nil {

@@ -267,9 +267,22 @@ func (c *Catalogue) SetShardDSN(ctx context.Context, id, dsn string) (Shard, err
 
 // ListShards lists every shard with its workspace count, by region and id.
 func (c *Catalogue) ListShards(ctx context.Context) ([]Shard, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT s.id, s.region, s.dsn, s.capacity, s.state, s.version, s.changed_at,
+	return c.listShards(ctx, `SELECT s.id, s.region, s.dsn, s.capacity, s.state, s.version, s.changed_at,
 			(SELECT COUNT(*) FROM tenantdir_workspaces w WHERE w.shard_id = s.id OR w.target_shard_id = s.id)
 		FROM tenantdir_shards s ORDER BY s.region, s.id`)
+}
+
+// Shards lists every shard by region and id, without the workspace
+// counts (Workspaces is 0): the shards table only, for a caller that
+// polls it (every router, every few seconds) and must not read the
+// workspaces table each time, which holds every workspace of the fleet.
+func (c *Catalogue) Shards(ctx context.Context) ([]Shard, error) {
+	return c.listShards(ctx, `SELECT s.id, s.region, s.dsn, s.capacity, s.state, s.version, s.changed_at, 0
+		FROM tenantdir_shards s ORDER BY s.region, s.id`)
+}
+
+func (c *Catalogue) listShards(ctx context.Context, q string) ([]Shard, error) {
+	rows, err := c.db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("list shards: %w", err)
 	}

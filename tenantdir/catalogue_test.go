@@ -87,6 +87,17 @@ func TestCataloguePlacement(t *testing.T) {
 		if want := map[string]string{"eu1": "draining/5", "eu2": "active/10", "us1": "active/0"}; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("shards %v, want %v", got, want)
 		}
+		// Shards is the same list without the counts.
+		brief, err := c.Shards(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range shards {
+			shards[i].Workspaces = 0
+		}
+		if fmt.Sprint(brief) != fmt.Sprint(shards) {
+			t.Fatalf("Shards %+v, want ListShards without counts %+v", brief, shards)
+		}
 	})
 }
 
