@@ -111,7 +111,7 @@ func BenchmarkFenceWriteCost(b *testing.B) {
 	ctx := context.Background()
 	st, db := r.stores["eu1"], r.dbs["eu1"]
 	tm := seedTeam(b, st, nil, 30)
-	if err := installFence(ctx, db); err != nil {
+	if err := installFence(ctx, db, nil); err != nil {
 		b.Fatal(err)
 	}
 	if err := setFence(ctx, db, "W-moved-away", true); err != nil {
@@ -120,7 +120,7 @@ func BenchmarkFenceWriteCost(b *testing.B) {
 	triggers := func(on bool) {
 		b.Helper()
 		if on {
-			if err := installFence(ctx, db); err != nil {
+			if err := installFence(ctx, db, nil); err != nil {
 				b.Fatal(err)
 			}
 			return
