@@ -333,3 +333,32 @@ func TestFenceDDLGivesWay(t *testing.T) {
 	}
 	noFence(t, db, "after the unregistration")
 }
+
+// TestPreviousVersionFenceDropped: a shard the previous version fenced
+// (triggers kept for good, no registry) loses its triggers at the end of
+// the next move that touches it, here as the target.
+func TestPreviousVersionFenceDropped(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	tm := seedTeam(t, r.stores["eu1"], nil, 5)
+	r.place(t, tm.ws.ID, "eu1")
+	old := r.dbs["eu2"]
+	if err := installFence(ctx, old, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(`DROP TABLE ` + movesTable); err != nil {
+		t.Fatal(err)
+	}
+	if len(fenceTriggers(t, old)) == 0 {
+		t.Fatal("no triggers to start with")
+	}
+	sum, err := r.mover(t, Config{Drain: -1, PurgeDelay: time.Millisecond}).Run(ctx, tm.ws.ID, "eu2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-sum.Purged; err != nil {
+		t.Fatal(err)
+	}
+	noFence(t, old, "the previous version's shard after a move to it")
+	noFence(t, r.dbs["eu1"], "the source")
+}
