@@ -101,9 +101,13 @@ func median(xs []float64) float64 {
 // BenchmarkFenceWriteCost measures what the source's fence (fence.go)
 // costs the write path: posts (each writes a message, an event, the
 // channel's counters and the poster's read marker: a trigger call in at
-// least four fenced tables), from 8 writers through a real sqlstore.Store on one shard,
-// with the fence's triggers dropped and installed, alternately, in one
-// run (another workspace's fence row present, as after a move).
+// least four fenced tables), from 8 writers through a real sqlstore.Store
+// on one shard, alternately as the mover leaves the shard after a move
+// (moved=after: a real move off the shard and its purge ran first, and
+// the rows after it use the mover's own unregistration) and while a move
+// has the shard as its source (moved=during: registered, triggers
+// installed, that workspace fenced), in one run; first, before any move
+// (moved=never).
 //
 //	go test -run XXX -bench FenceWriteCost -benchtime 3000x ./shardmove
 func BenchmarkFenceWriteCost(b *testing.B) {
@@ -111,37 +115,51 @@ func BenchmarkFenceWriteCost(b *testing.B) {
 	ctx := context.Background()
 	st, db := r.stores["eu1"], r.dbs["eu1"]
 	tm := seedTeam(b, st, nil, 30)
-	if err := installFence(ctx, db); err != nil {
-		b.Fatal(err)
-	}
-	if err := setFence(ctx, db, "W-moved-away", true); err != nil {
-		b.Fatal(err)
-	}
-	triggers := func(on bool) {
+	gone := seedTeam(b, st, nil, 30)
+	r.place(b, gone.ws.ID, "eu1")
+	moveAway := func() {
 		b.Helper()
-		if on {
-			if err := installFence(ctx, db); err != nil {
-				b.Fatal(err)
-			}
-			return
-		}
-		s, err := loadSchema(ctx, db)
+		sum, err := r.mover(b, Config{Drain: -1, PurgeDelay: time.Millisecond}).Run(ctx, gone.ws.ID, "eu2")
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, t := range s.tables {
-			if _, err := db.Exec(`DROP TRIGGER IF EXISTS ` + fenceTrigger + ` ON ` + quote(t.name)); err != nil {
+		if err := <-sum.Purged; err != nil {
+			b.Fatal(err)
+		}
+		if trg := fenceTriggers(b, db); len(trg) > 0 {
+			b.Fatalf("the fence's triggers after a move and its purge: %v", trg)
+		}
+	}
+	const moving = "W-moving-away"
+	during := func(on bool) {
+		b.Helper()
+		if on {
+			if err := registerMove(ctx, db, moving, roleSource, nil); err != nil {
 				b.Fatal(err)
 			}
+			if err := setFence(ctx, db, moving, true); err != nil {
+				b.Fatal(err)
+			}
+		} else if err := unregisterMove(ctx, db, moving, roleSource, true, nil); err != nil {
+			b.Fatal(err)
+		}
+		if trg := fenceTriggers(b, db); (len(trg) > 0) != on {
+			b.Fatalf("during a move %v: triggers %v", on, trg)
 		}
 	}
 	var n atomic.Int64
-	// Off, on, on, off (and again): the store's tables grow as the run
-	// posts, which slows the later runs; the order cancels that drift.
-	for round, on := range []bool{false, true, true, false, false, true, true, false} {
-		name := map[bool]string{false: "fence=off", true: "fence=on"}[on] + "/round=" + fmt.Sprint(round+1)
+	// Before any move (never), then after, during, during, after (and
+	// again): the store's tables grow as the run posts, which slows the
+	// later rows; the ABBA order cancels that drift between after and
+	// during (never, first, is favoured by it).
+	for round, state := range []string{"never", "after", "during", "during", "after", "after", "during", "during", "after"} {
+		name := "moved=" + state + "/round=" + fmt.Sprint(round+1)
+		if round == 1 {
+			moveAway()
+		}
+		on := state == "during"
 		b.Run(name, func(b *testing.B) {
-			triggers(on)
+			during(on)
 			b.SetParallelism(4) // 8 writers on 2 cores
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The source's fence: the drain after the freeze is a time bound (a node
@@ -41,12 +45,36 @@ import (
 // upserts) set shardmove.bypass for their transaction (SET LOCAL), which
 // the trigger honours; nothing else sets it.
 //
-// The fence row stays after the switch (a node still on its old record is
-// refused, not silently writing to the old shard); it is removed when the
-// move aborts, and from a shard a workspace is moved to.
+// The triggers exist only while a move needs them (their cost is a
+// PL/pgSQL call in every write of every workspace on the shard): each move
+// registers itself in the shard's shardmove_moves (registerMove) as the
+// source or the target, after BeginMove and before the copy (so the DDL
+// is not in the read-only window), and the source's triggers are
+// installed then; it unregisters when its part on the shard is over (the
+// target at the switch, the source when its purge completes, both on an
+// abort), and the triggers are dropped when no move in progress has the
+// shard as its source (unregisterMove). A mover that dies leaves its
+// registration behind, and the triggers with it (a cost, not a hazard),
+// until the move is run again (Mover.Run's recovery and sweep unregister
+// it).
+//
+// The fence row stays from the fence until the source's purge completes
+// (a node still on its old record is refused, not silently writing to the
+// old shard), and goes with the registration then: the workspace's rows
+// are gone from the source, so a stale write finds nothing to change
+// there (ENOTFOUND or EFORBIDDEN from the store's own checks; no row of
+// the workspace is written). It is lifted when the move aborts, and from
+// a shard a workspace is moved to. After a purge that refused (the source
+// was written after the switch), the registration, the fence and the
+// triggers stay until the move is run again.
 
 const (
 	fenceTable = "shardmove_fence"
+	// movesTable is the registry of moves in progress on the shard
+	// (registerMove); roleSource and roleTarget its roles.
+	movesTable = "shardmove_moves"
+	roleSource = "source"
+	roleTarget = "target"
 	// fenceTrigger is the trigger's name on each fenced table, fenceFunc
 	// its function. (shardmove_fence/shardmove_fenced, the events-only
 	// first version, are dropped where found.)
@@ -125,15 +153,146 @@ func fenceMode(t *table) string {
 	return ""
 }
 
-// installFence creates the fence's table and function, and its trigger on
-// every table of the shard's schema the mover attributes to a workspace
-// (so a table a later migration adds is fenced from the next move on),
+// fenceObjects creates the fence's tables and function in tx (which holds
+// the install lock). shardmove_moves is the registry of the moves in
+// progress that involve the shard, by workspace and role: the triggers
+// stay while it names a move whose source the shard is.
+func fenceObjects(ctx context.Context, tx *sql.Tx) error {
+	for _, q := range []string{
+		`CREATE TABLE IF NOT EXISTS ` + fenceTable +
+			` (workspace TEXT PRIMARY KEY, fenced_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+		`CREATE TABLE IF NOT EXISTS ` + movesTable +
+			` (workspace TEXT NOT NULL, role TEXT NOT NULL, started_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (workspace, role))`,
+		fenceFuncSQL,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockInstall takes the install lock for tx: every change to the fence's
+// objects, triggers and registry is made under it.
+func lockInstall(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7391004417)`)
+	return err
+}
+
+// registerMove records on db that the move of ws involves it as role
+// (roleSource or roleTarget), creating the fence's objects if need be;
+// for a source it then installs the triggers (installFence). A target
+// needs none: nothing but the mover writes ws there until the switch, and
+// the mover's writes pass the fence anyway.
+func registerMove(ctx context.Context, db *sql.DB, ws, role string, m *metrics) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("register the move on the %s: %w", role, err)
+	}
+	defer tx.Rollback()
+	if err := lockInstall(ctx, tx); err != nil {
+		return fmt.Errorf("register the move on the %s: %w", role, err)
+	}
+	if err := fenceObjects(ctx, tx); err != nil {
+		return fmt.Errorf("register the move on the %s: %w", role, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+movesTable+` (workspace, role) VALUES ($1, $2)
+		ON CONFLICT (workspace, role) DO UPDATE SET started_at = now()`, ws, role); err != nil {
+		return fmt.Errorf("register the move on the %s: %w", role, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("register the move on the %s: %w", role, err)
+	}
+	if role != roleSource {
+		return nil
+	}
+	return installFence(ctx, db, m)
+}
+
+// unregisterMove removes the move of ws as role from db's registry (and,
+// with lift, ws's fence row: the workspace's rows are gone from db, or it
+// is active there again), then drops the triggers if no move has db as
+// its source any more. A shard that never had the fence is left alone.
+func unregisterMove(ctx context.Context, db *sql.DB, ws, role string, lift bool, m *metrics) error {
+	var has bool
+	if err := db.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, fenceTable).Scan(&has); err != nil {
+		return fmt.Errorf("unregister the move: %w", err)
+	}
+	if !has {
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("unregister the move: %w", err)
+	}
+	defer tx.Rollback()
+	if err := lockInstall(ctx, tx); err != nil {
+		return fmt.Errorf("unregister the move: %w", err)
+	}
+	// (A shard fenced by a version without the registry gets one here.)
+	if err := fenceObjects(ctx, tx); err != nil {
+		return fmt.Errorf("unregister the move: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+movesTable+` WHERE workspace = $1 AND role = $2`, ws, role); err != nil {
+		return fmt.Errorf("unregister the move: %w", err)
+	}
+	if lift {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+fenceTable+` WHERE workspace = $1`, ws); err != nil {
+			return fmt.Errorf("unregister the move: lift the fence: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("unregister the move: %w", err)
+	}
+	return dropIdleFence(ctx, db, m)
+}
+
+// dropIdleFence drops the fence's triggers from db unless a move in
+// progress has db as its source. Each drop is a transaction of its own
+// that checks the registry under the install lock, so a move registering
+// meanwhile stops the drops, and its install, which reads the triggers
+// after its registration, puts back those already dropped.
+func dropIdleFence(ctx context.Context, db *sql.DB, m *metrics) error {
+	rows, err := db.QueryContext(ctx, `SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+		WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND NOT t.tgisinternal AND t.tgname = $1
+		ORDER BY c.relname`, fenceTrigger)
+	if err != nil {
+		return fmt.Errorf("drop the fence: read triggers: %w", err)
+	}
+	var tables []string
+	for rows.Next() {
+		var rel string
+		if err := rows.Scan(&rel); err != nil {
+			rows.Close()
+			return fmt.Errorf("drop the fence: read triggers: %w", err)
+		}
+		tables = append(tables, rel)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("drop the fence: read triggers: %w", err)
+	}
+	for _, rel := range tables {
+		ran, err := ddl(ctx, db, `DROP TRIGGER IF EXISTS `+fenceTrigger+` ON `+quote(rel), true, "drop", m)
+		if err != nil {
+			return fmt.Errorf("drop the fence: trigger on %s: %w", rel, err)
+		}
+		if !ran {
+			return nil // a move has the shard as its source now
+		}
+	}
+	return nil
+}
+
+// installFence creates the fence's objects, and its trigger on every
+// table of the shard's schema the mover attributes to a workspace (so a
+// table a later migration adds is fenced from the next move on),
 // idempotently: under an advisory lock (concurrent CREATE OR REPLACE of
 // one function can fail), and a trigger is created only where it is
 // missing or differs, since creating one locks its table against writes.
 // Until every table has its trigger no fence is set (the mover installs
-// before it starts).
-func installFence(ctx context.Context, db *sql.DB) error {
+// before it copies). registerMove calls it for a move's source.
+func installFence(ctx context.Context, db *sql.DB, m *metrics) error {
 	s, err := loadSchema(ctx, db)
 	if err != nil {
 		return fmt.Errorf("install the fence: %w", err)
@@ -143,15 +302,11 @@ func installFence(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("install the fence: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7391004417)`); err != nil {
+	if err := lockInstall(ctx, tx); err != nil {
 		return fmt.Errorf("install the fence: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+fenceTable+
-		` (workspace TEXT PRIMARY KEY, fenced_at TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
+	if err := fenceObjects(ctx, tx); err != nil {
 		return fmt.Errorf("install the fence: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, fenceFuncSQL); err != nil {
-		return fmt.Errorf("install the fence: function: %w", err)
 	}
 	// The triggers there are: table -> trigger name -> argument.
 	rows, err := tx.QueryContext(ctx, `SELECT c.relname, t.tgname, t.tgargs FROM pg_trigger t
@@ -191,50 +346,87 @@ func installFence(ctx context.Context, db *sql.DB) error {
 		// One table a transaction: creating a trigger locks its table
 		// against writes, and a transaction holding one table's lock while
 		// waiting for another's deadlocks with the writers.
-		if err := createFenceTrigger(ctx, db, t.name, mode); err != nil {
-			return err
+		if _, err := ddl(ctx, db, `CREATE OR REPLACE TRIGGER `+fenceTrigger+
+			` BEFORE INSERT OR UPDATE OR DELETE ON `+quote(t.name)+
+			` FOR EACH ROW EXECUTE FUNCTION `+fenceFunc+`('`+mode+`')`, false, "install", m); err != nil {
+			return fmt.Errorf("install the fence: trigger on %s: %w", t.name, err)
 		}
 	}
 	// The first version's trigger (events only, INSERT only) goes once
 	// the new ones are in.
 	for _, rel := range old {
-		if err := inTx(ctx, db, `DROP TRIGGER IF EXISTS shardmove_fence ON `+quote(rel)); err != nil {
+		if _, err := ddl(ctx, db, `DROP TRIGGER IF EXISTS shardmove_fence ON `+quote(rel), false, "install", m); err != nil {
 			return fmt.Errorf("install the fence: drop the old trigger on %s: %w", rel, err)
 		}
 	}
 	if len(old) > 0 {
-		if err := inTx(ctx, db, `DROP FUNCTION IF EXISTS shardmove_fenced()`); err != nil {
+		if _, err := ddl(ctx, db, `DROP FUNCTION IF EXISTS shardmove_fenced()`, false, "install", m); err != nil {
 			return fmt.Errorf("install the fence: drop the old function: %w", err)
 		}
 	}
 	return nil
 }
 
-// createFenceTrigger puts the fence's trigger on table.
-func createFenceTrigger(ctx context.Context, db *sql.DB, table, mode string) error {
-	if err := inTx(ctx, db, `CREATE OR REPLACE TRIGGER `+fenceTrigger+
-		` BEFORE INSERT OR UPDATE OR DELETE ON `+quote(table)+
-		` FOR EACH ROW EXECUTE FUNCTION `+fenceFunc+`('`+mode+`')`); err != nil {
-		return fmt.Errorf("install the fence: trigger on %s: %w", table, err)
+// ddlLockTimeout bounds how long one DDL statement of the fence waits for
+// its table's lock. CREATE and DROP TRIGGER take SHARE ROW EXCLUSIVE,
+// which waits for every transaction writing the table, and every write
+// that comes after queues behind the waiting DDL: a long transaction on
+// the shard would stall all its writers. With the timeout they queue at
+// most this long; the DDL gives way, and tries again after a pause.
+var ddlLockTimeout = time.Second
+
+// ddl runs one DDL statement in a transaction of its own, under the
+// install lock, with lock_timeout, retrying after a lock timeout (with
+// backoff, until ctx ends). With idleOnly the statement runs only if no
+// move in progress has the shard as its source (checked in the same
+// transaction), and ran says whether it did.
+func ddl(ctx context.Context, db *sql.DB, q string, idleOnly bool, op string, m *metrics) (ran bool, err error) {
+	pause := 50 * time.Millisecond
+	for {
+		ran, err := ddlOnce(ctx, db, q, idleOnly)
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
+			if err == nil && ran {
+				m.fenceDDL(op, "done")
+			}
+			return ran, err
+		}
+		m.fenceDDL(op, "lock_timeout")
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return false, fmt.Errorf("%w (its table's lock was not had within %v: %v)", ctx.Err(), ddlLockTimeout, err)
+		}
+		pause = min(2*pause, 2*time.Second)
 	}
-	return nil
 }
 
-// inTx runs one DDL statement in a transaction of its own, under the
-// install's advisory lock.
-func inTx(ctx context.Context, db *sql.DB, q string) error {
+func ddlOnce(ctx context.Context, db *sql.DB, q string, idleOnly bool) (bool, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7391004417)`); err != nil {
-		return err
+	if err := lockInstall(ctx, tx); err != nil {
+		return false, err
+	}
+	if idleOnly {
+		var busy bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+movesTable+` WHERE role = $1)`, roleSource).Scan(&busy); err != nil {
+			return false, err
+		}
+		if busy {
+			return false, nil
+		}
+	}
+	// (Set after the install lock, which is waited for as long as it takes.)
+	if _, err := tx.ExecContext(ctx, `SET LOCAL lock_timeout = `+strconv.FormatInt(ddlLockTimeout.Milliseconds(), 10)); err != nil {
+		return false, err
 	}
 	if _, err := tx.ExecContext(ctx, q); err != nil {
-		return err
+		return false, err
 	}
-	return tx.Commit()
+	return true, tx.Commit()
 }
 
 // setFence fences ws on db (on) or lifts its fence (off). Fencing takes the
@@ -259,6 +451,29 @@ func setFence(ctx context.Context, db *sql.DB, ws string, on bool) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("fence %s (%v): %w", ws, on, err)
+	}
+	return nil
+}
+
+// liftFence deletes ws's fence row from db (the workspace is active
+// there), creating the fence's objects if need be.
+func liftFence(ctx context.Context, db *sql.DB, ws string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("lift the fence of %s: %w", ws, err)
+	}
+	defer tx.Rollback()
+	if err := lockInstall(ctx, tx); err != nil {
+		return fmt.Errorf("lift the fence of %s: %w", ws, err)
+	}
+	if err := fenceObjects(ctx, tx); err != nil {
+		return fmt.Errorf("lift the fence of %s: %w", ws, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+fenceTable+` WHERE workspace = $1`, ws); err != nil {
+		return fmt.Errorf("lift the fence of %s: %w", ws, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("lift the fence of %s: %w", ws, err)
 	}
 	return nil
 }

@@ -26,7 +26,6 @@ type job struct {
 	org      string
 	users    map[string]bool // the accounts the workspace needs on the target
 	userList []string
-	fenced   bool // the source's fence row is in (fence.go)
 }
 
 // snapshot opens a read-only REPEATABLE READ transaction on the source:
@@ -67,9 +66,10 @@ func (j *job) prepare(ctx context.Context, rec tenantdir.Record) error {
 			return err
 		}
 	}
-	// The target's fence (fence.go) is lifted for ws: it may be a shard
-	// ws was moved away from earlier.
-	if err := installFence(ctx, j.tgt); err != nil {
+	// The move is registered on the target (fence.go), and the target's
+	// fence lifted for ws: it may be a shard ws was moved away from
+	// earlier.
+	if err := registerMove(ctx, j.tgt, j.ws, roleTarget, j.mv.m); err != nil {
 		return err
 	}
 	if err := setFence(ctx, j.tgt, j.ws, false); err != nil {
@@ -322,7 +322,6 @@ func (j *job) switchOver(ctx context.Context) (map[string]int64, error) {
 	// every write of the workspace that passed the fence's check there has
 	// finished, and no later one commits, so the final round sees the
 	// source's last state.
-	j.fenced = true // (before: its commit's answer may be lost)
 	if err := setFence(ctx, j.src, j.ws, true); err != nil {
 		return nil, err
 	}
@@ -444,6 +443,14 @@ func (mv *Mover) purgeSource(ws, shard, dsn string, s *schema, verified map[stri
 		return fmt.Errorf("purge source %s: %w", shard, err)
 	}
 	mv.log.Info("source purged", "workspace", ws, "shard", shard, "rows", n)
+	// The source's part is over: its fence row goes (the workspace has no
+	// rows left there for a stale write to change), and its triggers
+	// unless another move has the shard as its source.
+	uctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := unregisterMove(uctx, db, ws, roleSource, true, mv.m); err != nil {
+		return fmt.Errorf("purge source %s: purged, but the fence stays (run the move again to remove it): %w", shard, err)
+	}
 	return nil
 }
 

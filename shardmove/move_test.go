@@ -368,7 +368,7 @@ func TestMoveCopiesEveryTable(t *testing.T) {
 
 // TestMoveAbortMidCopy fails a move half-way through its copy: the
 // workspace stays active on its source, unchanged, the target holds none
-// of it, and the move can be run again.
+// of it, neither has the fence's triggers, and the move can be run again.
 func TestMoveAbortMidCopy(t *testing.T) {
 	r := newRig(t)
 	src := r.stores["eu1"]
@@ -396,6 +396,9 @@ func TestMoveAbortMidCopy(t *testing.T) {
 	if n := total(counts(t, r.dbs["eu2"], tm.ws.ID)); n != 0 {
 		t.Fatalf("the target holds %d rows after the abort", n)
 	}
+	// The source's triggers (installed before the copy) went with the abort.
+	noFence(t, r.dbs["eu1"], "the source after the abort")
+	noFence(t, r.dbs["eu2"], "the target after the abort")
 	if got := sums(t, r.dbs["eu1"], tm.ws.ID); !maps.Equal(got, before) {
 		t.Fatal("the source changed")
 	}
@@ -413,7 +416,8 @@ func TestMoveAbortMidCopy(t *testing.T) {
 
 // TestMoveAfterMoverCrash runs a move again after a mover died: mid-move
 // (the workspace read_only, a partial copy on the target) and after the
-// switch (the source not yet purged).
+// switch (the source not yet purged); the dead movers' registrations,
+// fence rows and triggers are gone once the move has been run again.
 func TestMoveAfterMoverCrash(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
@@ -431,10 +435,23 @@ func TestMoveAfterMoverCrash(t *testing.T) {
 	if _, err := r.dbs["eu2"].Exec(`INSERT INTO events VALUES ($1, 'ghost', 1, 'message.created', '{}', 0)`, tm.ws.ID); err != nil {
 		t.Fatal(err)
 	}
+	// It had registered itself on both shards, the source's triggers in.
+	if err := registerMove(ctx, r.dbs["eu1"], tm.ws.ID, roleSource, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := registerMove(ctx, r.dbs["eu2"], tm.ws.ID, roleTarget, nil); err != nil {
+		t.Fatal(err)
+	}
 	before := counts(t, r.dbs["eu1"], tm.ws.ID)
 	sum, err := r.mover(t, Config{PurgeDelay: time.Hour}).Run(ctx, tm.ws.ID, "eu2")
 	if err != nil {
 		t.Fatalf("move after a crash mid-move: %v", err)
+	}
+	// The target's registration went at the switch; the source keeps its
+	// own (this move's) and the triggers until its purge.
+	noFence(t, r.dbs["eu2"], "the target after the restarted move")
+	if moves, _ := registry(t, r.dbs["eu1"]); fmt.Sprint(moves) != fmt.Sprint([]string{tm.ws.ID + "/source"}) {
+		t.Errorf("the source's registry before its purge: %v", moves)
 	}
 	if after := counts(t, r.dbs["eu2"], tm.ws.ID); !maps.Equal(after, before) {
 		t.Fatalf("target after the restarted move: %v, source had %v", after, before)
@@ -481,6 +498,9 @@ func TestMoveAfterMoverCrash(t *testing.T) {
 	if n := total(counts(t, r.dbs["eu1"], tm.ws.ID)); n == 0 {
 		t.Fatal("the late write was swept away")
 	}
+	if len(fenceTriggers(t, r.dbs["eu1"])) == 0 {
+		t.Error("a source kept for an operator lost its fence's triggers")
+	}
 	// (The fence refuses the operator's clean-up too, but for the
 	// mover's bypass.)
 	if _, err := r.dbs["eu1"].Exec(`DELETE FROM events WHERE seq = 1000000`); err == nil {
@@ -499,6 +519,9 @@ func TestMoveAfterMoverCrash(t *testing.T) {
 	if n := total(counts(t, r.dbs["eu1"], tm.ws.ID)); n != 0 {
 		t.Fatalf("the source holds %d rows after the second run", n)
 	}
+	// The sweep removed the dead movers' registrations, fence and triggers.
+	noFence(t, r.dbs["eu1"], "the source after the sweep")
+	noFence(t, r.dbs["eu2"], "the target after the sweep")
 	storetest.CheckWorkspace(t, r.stores["eu2"], tm.owner.ID, tm.ws.ID)
 }
 

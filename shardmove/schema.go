@@ -47,6 +47,7 @@ var sharedTables = map[string]class{
 	"settings":         ignored,
 	"file_signing_key": ignored,
 	fenceTable:         ignored,
+	movesTable:         ignored, // the fence's registry of moves (fence.go)
 }
 
 // loggedTables are the tables whose every change appends an event to the

@@ -240,17 +240,15 @@ func (mv *Mover) Run(ctx context.Context, ws, to string) (*Summary, error) {
 		return nil, err
 	}
 	defer unlock()
-	// The source's fence (fence.go): installed, and lifted for ws if a
-	// move that failed to lift it left it (the workspace is on this shard
-	// now, so its writes belong here).
-	if err := installFence(ctx, src); err != nil {
-		return nil, err
-	}
-	if err := setFence(ctx, src, ws, false); err != nil {
+	// The source's fence (fence.go): lifted for ws if a move that failed
+	// to lift it left it (the workspace is on this shard now, so its
+	// writes belong here).
+	if err := liftFence(ctx, src, ws); err != nil {
 		return nil, err
 	}
 	if rec.TargetShard != "" {
-		// A mover died mid-move: put the workspace back and clear its copy.
+		// A mover died mid-move: put the workspace back and clear its copy
+		// (and its registration on the target).
 		mv.log.Warn("resuming an interrupted move: aborting it first", "workspace", ws, "target", rec.TargetShard, "status", rec.Status)
 		if _, err := cat.AbortMove(ctx, ws); err != nil {
 			return nil, err
@@ -260,6 +258,11 @@ func (mv *Mover) Run(ctx context.Context, ws, to string) (*Summary, error) {
 		}
 	}
 	if rec, err = cat.BeginMove(ctx, ws, to); err != nil {
+		// A dead mover's registration on the source goes (the triggers
+		// with it, if no other move needs them).
+		if uerr := unregisterMove(context.WithoutCancel(ctx), src, ws, roleSource, false, mv.m); uerr != nil {
+			mv.log.Warn("the source's fence triggers stay", "workspace", ws, "err", uerr)
+		}
 		return nil, err
 	}
 	mv.m.moves.WithLabelValues("started").Inc()
@@ -267,6 +270,9 @@ func (mv *Mover) Run(ctx context.Context, ws, to string) (*Summary, error) {
 	tgt, err := openShard(ctx, to, rec.TargetDSN)
 	if err != nil {
 		mv.abort(ws, nil, nil, err)
+		if uerr := unregisterMove(context.WithoutCancel(ctx), src, ws, roleSource, false, mv.m); uerr != nil {
+			mv.log.Warn("the source's fence triggers stay", "workspace", ws, "err", uerr)
+		}
 		return nil, err
 	}
 	defer func() {
@@ -277,17 +283,23 @@ func (mv *Mover) Run(ctx context.Context, ws, to string) (*Summary, error) {
 	j := &job{mv: mv, ws: ws, src: src, tgt: tgt, sum: sum, users: map[string]bool{}}
 	fail := func(err error) error {
 		err = mv.abort(ws, tgt, j.s, err)
-		if j.fenced {
-			// After AbortMove: the workspace is active on the source
-			// again, and must take writes there.
-			lctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if ferr := setFence(lctx, src, ws, false); ferr != nil {
-				err = fmt.Errorf("%w (and the source's fence is still up: run the move again, or delete %s's row from %s on %s: %v)",
-					err, ws, fenceTable, rec.ShardID, ferr)
-			}
+		// After AbortMove: the workspace is active on the source again,
+		// and must take writes there; the fence is lifted, and the
+		// triggers go unless another move has the shard as its source.
+		lctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if ferr := unregisterMove(lctx, src, ws, roleSource, true, mv.m); ferr != nil {
+			err = fmt.Errorf("%w (and the source's fence may still be up: run the move again, or delete %s's rows from %s and %s on %s: %v)",
+				err, ws, fenceTable, movesTable, rec.ShardID, ferr)
+		}
+		if ferr := unregisterMove(lctx, tgt, ws, roleTarget, false, mv.m); ferr != nil {
+			mv.log.Warn("the move's registration stays on the target", "workspace", ws, "shard", to, "err", ferr)
 		}
 		return err
+	}
+	// Before the copy, so that the DDL is not in the read-only window.
+	if err := registerMove(ctx, src, ws, roleSource, mv.m); err != nil {
+		return nil, fail(err)
 	}
 	if err := j.prepare(ctx, rec); err != nil {
 		return nil, fail(err)
@@ -304,6 +316,10 @@ func (mv *Mover) Run(ctx context.Context, ws, to string) (*Summary, error) {
 	}
 	mv.m.moves.WithLabelValues("completed").Inc()
 	mv.m.readOnly.Observe(sum.ReadOnly.Seconds())
+	// The target's part is over: it serves the workspace.
+	if err := unregisterMove(context.WithoutCancel(ctx), tgt, ws, roleTarget, false, mv.m); err != nil {
+		mv.log.Warn("the move's registration stays on the target (run the move again to remove it)", "workspace", ws, "shard", to, "err", err)
+	}
 	done := make(chan error, 1)
 	sum.Purged = done
 	// The source connection pool is closed by Run's defer; the purge opens
@@ -365,8 +381,10 @@ func (mv *Mover) clearCopy(ctx context.Context, ws, id, dsn string) error {
 	if err != nil {
 		return err
 	}
-	_, err = deleteWorkspace(ctx, db, s, ws, mv.cfg.Batch, 0, nil)
-	return err
+	if _, err = deleteWorkspace(ctx, db, s, ws, mv.cfg.Batch, 0, nil); err != nil {
+		return err
+	}
+	return unregisterMove(ctx, db, ws, roleTarget, false, mv.m)
 }
 
 // sweep finishes a move whose mover died after the switch: every other
@@ -395,6 +413,11 @@ func (mv *Mover) sweep(ctx context.Context, rec tenantdir.Record) (*Summary, err
 	}
 	sum := &Summary{Workspace: rec.WorkspaceID, From: rec.ShardID, To: rec.ShardID}
 	var errs []error
+	// The shard holding the workspace may still have the dead mover's
+	// registration as its target.
+	if err := unregisterMove(ctx, cur, rec.WorkspaceID, roleTarget, false, mv.m); err != nil {
+		errs = append(errs, fmt.Errorf("shard %s: %w", rec.ShardID, err))
+	}
 	for _, sh := range shards {
 		if sh.ID == rec.ShardID || sh.Region != rec.Region || sh.DSN == "" {
 			continue
@@ -416,6 +439,11 @@ func (mv *Mover) sweep(ctx context.Context, rec tenantdir.Record) (*Summary, err
 				mv.progress(Progress{Phase: "purge", Rows: n, Note: "leftovers on " + sh.ID})
 			}
 		}
+		if err == nil {
+			// The dead mover's registration as the source, its fence row
+			// and (if no other move needs them) the triggers go.
+			err = unregisterMove(ctx, db, rec.WorkspaceID, roleSource, true, mv.m)
+		}
 		db.Close()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("shard %s: %w", sh.ID, err))
@@ -433,6 +461,15 @@ type metrics struct {
 	moves    *prometheus.CounterVec
 	rows     *prometheus.CounterVec
 	readOnly prometheus.Histogram
+	ddl      *prometheus.CounterVec
+}
+
+// fenceDDL counts one DDL statement of the fence's (nil-safe: tests call
+// the fence's functions without a Mover).
+func (m *metrics) fenceDDL(op, result string) {
+	if m != nil {
+		m.ddl.WithLabelValues(op, result).Inc()
+	}
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -450,6 +487,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Read-only window of a move: freeze committed to switch committed.",
 			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		})),
+		ddl: promutil.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_shardmove_fence_ddl_total",
+			Help: "DDL statements of the source's fence (op: install, drop) by result: done, or lock_timeout (gave way to the table's writers, tried again).",
+		}, []string{"op", "result"})),
 	}
 }
 
