@@ -52,8 +52,9 @@ type Purger struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	running map[string]bool // guarded by mu: the workspaces being purged
+	mu       sync.Mutex
+	running  map[string]bool // guarded by mu: the workspaces being purged
+	resuming bool            // guarded by mu: resumeLater is running
 
 	rows   prometheus.Counter
 	done   prometheus.Counter
@@ -99,16 +100,61 @@ func (p *Purger) Start(workspaceID string) {
 }
 
 // Resume starts the purge of every deleted workspace the store still has
-// rows of (after a restart).
+// rows of (after a restart). A store that could list only part of them
+// (EUNAVAILABLE with the ids it did list: a shard down, behind the
+// router) gets those started and the listing tried again every
+// RetryAfter in the background until it is whole, so a workspace deleted
+// on a shard that was down at start-up is purged once the shard answers;
+// the error is returned all the same, for the caller to log.
 func (p *Purger) Resume(ctx context.Context) error {
 	ids, err := p.cfg.Store.DeletedWorkspaces(ctx)
-	if err != nil {
-		return fmt.Errorf("resume purges: %w", err)
-	}
 	for _, id := range ids {
 		p.Start(id)
 	}
-	return nil
+	if err == nil {
+		return nil
+	}
+	if parley.ErrorCode(err) == parley.EUNAVAILABLE {
+		p.resumeLater()
+	}
+	return fmt.Errorf("resume purges: %w", err)
+}
+
+// resumeLater lists the deleted workspaces again every RetryAfter until
+// the store answers whole (or the Purger closes), starting each purge not
+// yet running.
+func (p *Purger) resumeLater() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resuming || p.ctx.Err() != nil {
+		return
+	}
+	p.resuming = true
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() {
+			p.mu.Lock()
+			p.resuming = false
+			p.mu.Unlock()
+		}()
+		for {
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-time.After(p.cfg.RetryAfter):
+			}
+			ids, err := p.cfg.Store.DeletedWorkspaces(p.ctx)
+			for _, id := range ids {
+				p.Start(id)
+			}
+			if err == nil {
+				p.log.Info("workspace purges resumed in full")
+				return
+			}
+			p.log.Warn("deleted workspaces not all listed; retrying", "err", err, "after", p.cfg.RetryAfter)
+		}
+	}()
 }
 
 // Close stops the purges (they resume on the next Resume) and waits.

@@ -578,10 +578,11 @@ func (r *Router) DeleteWorkspace(ctx context.Context, actor, workspaceID, confir
 	return nil
 }
 
-// DeletedWorkspaces merges every shard's list (a shard that does not
-// answer is left out until the next call).
+// DeletedWorkspaces merges every shard's list. When a shard does not
+// answer it returns the others' ids with an EUNAVAILABLE error, so that a
+// caller cannot take the list for whole (purge.Resume lists again later).
 func (r *Router) DeletedWorkspaces(ctx context.Context) ([]string, error) {
-	parts, err := each(r, ctx, "deleted workspaces", func(ctx context.Context, p *pool) ([]string, error) {
+	parts, failed, err := eachPartial(r, ctx, "deleted workspaces", func(ctx context.Context, p *pool) ([]string, error) {
 		return p.g.DeletedWorkspaces(ctx)
 	})
 	if err != nil {
@@ -594,6 +595,11 @@ func (r *Router) DeletedWorkspaces(ctx context.Context) ([]string, error) {
 				out = append(out, id)
 			}
 		}
+	}
+	if len(failed) > 0 {
+		// The ids listed, and an error saying the list is not whole: the
+		// purger starts these and lists again later (purge.Resume).
+		return out, parley.Errorf(parley.EUNAVAILABLE, "deleted workspaces of shards %v not listed", failed)
 	}
 	return out, nil
 }

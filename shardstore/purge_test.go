@@ -15,7 +15,8 @@ import (
 // entry is gone (the catalogue
 // and the directory's client answer not_found, the router does too) and
 // its slug can be taken again; a purge resumed after a restart (a new
-// purger's Resume) ends the same way.
+// purger's Resume) while the shard is down ends the same way once the
+// shard answers.
 func TestPurgedWorkspaceUnplaced(t *testing.T) {
 	for _, resumed := range []bool{false, true} {
 		name := "purged at deletion"
@@ -52,7 +53,12 @@ func TestPurgedWorkspaceUnplaced(t *testing.T) {
 			p := purge.New(purge.Config{Store: c.r, Batch: 2, RetryAfter: 50 * time.Millisecond})
 			defer p.Close()
 			if resumed {
-				storetest.NoErr(t, p.Resume(bg()))
+				// Resumed while the shard is still down: the listing is
+				// partial (EUNAVAILABLE) and retried until the shard
+				// answers, then the purge runs.
+				setConnections(t, c.dsns[1], false)
+				storetest.Code(t, p.Resume(bg()), parley.EUNAVAILABLE)
+				setConnections(t, c.dsns[1], true)
 			} else {
 				p.Start(w.ID)
 			}

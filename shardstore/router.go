@@ -753,6 +753,12 @@ func (r *Router) routeID(ctx context.Context, kind, id string, write bool) (*poo
 // and returns the answers of those that answered; the others are logged
 // and counted as a partial answer of op.
 func each[T any](r *Router, ctx context.Context, op string, fn func(context.Context, *pool) (T, error)) ([]T, error) {
+	got, _, err := eachPartial(r, ctx, op, fn)
+	return got, err
+}
+
+// eachPartial is each, also naming the shards left out of the answer.
+func eachPartial[T any](r *Router, ctx context.Context, op string, fn func(context.Context, *pool) (T, error)) ([]T, []string, error) {
 	ps, failed := r.allPools(ctx)
 	out := make([]T, len(ps))
 	errs := make([]error, len(ps))
@@ -769,7 +775,7 @@ func each[T any](r *Router, ctx context.Context, op string, fn func(context.Cont
 		case i == 0 || parley.ErrorCode(err) != parley.EINTERNAL && parley.ErrorCode(err) != parley.EUNAVAILABLE:
 			// The control database's answer, or a client error
 			// (EINVALID…): the call's answer.
-			return nil, err
+			return nil, nil, err
 		default:
 			failed = append(failed, ps[i].id)
 		}
@@ -778,5 +784,5 @@ func each[T any](r *Router, ctx context.Context, op string, fn func(context.Cont
 		r.m.partial.WithLabelValues(op).Inc()
 		r.log.Warn("shards left out of a call across workspaces", "op", op, "shards", failed)
 	}
-	return got, nil
+	return got, failed, nil
 }

@@ -345,7 +345,7 @@ func (n *node) Run(ctx context.Context) (err error) {
 	// files service removes their stored files first (purge.Config.Files).
 	n.purger = purge.New(purge.Config{Store: n.chat, Files: n.files, Logger: log, Registerer: n.reg})
 	if err := n.purger.Resume(context.Background()); err != nil {
-		log.Warn("workspace purges not resumed", "err", err)
+		log.Warn("workspace purges not all resumed (a listing the store could not finish is retried in the background)", "err", err)
 	}
 
 	if err := n.startNotifier(apiURL); err != nil {
