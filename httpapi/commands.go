@@ -240,6 +240,9 @@ func (s *Server) externalCommand(ctx context.Context, r *http.Request, cc *cmdCa
 	if err != nil {
 		return nil, err
 	}
+	if err := s.feature(ctx, ch.WorkspaceID, parley.FeatureIntegrations); err != nil {
+		return nil, err
+	}
 	cmd, err := st.CommandByName(ctx, ch.WorkspaceID, name)
 	if err != nil {
 		if parley.ErrorCode(err) == parley.ENOTFOUND {
