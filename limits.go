@@ -73,6 +73,10 @@ const (
 	LimitChannels = "channels"
 	// LimitInvites overrides Caps.InvitesPerWorkspace.
 	LimitInvites = "invites"
+	// LimitFileStorageBytes overrides the workspace's file quota
+	// (FileQuota.WorkspaceMaxBytes, the live file_workspace_quota_mb):
+	// an upload past it is refused with ETOOLARGE.
+	LimitFileStorageBytes = "file_storage_bytes"
 
 	// FeatureIntegrations turns bots, incoming webhooks, slash commands
 	// and outgoing webhooks on or off (default on). Off: creating them is
@@ -86,24 +90,36 @@ const (
 // LimitKeys and FeatureKeys are the override keys the catalogue accepts,
 // sorted.
 var (
-	LimitKeys   = []string{LimitChannels, LimitInvites, LimitMembers}
+	LimitKeys   = []string{LimitChannels, LimitFileStorageBytes, LimitInvites, LimitMembers}
 	FeatureKeys = []string{FeatureFileUploads, FeatureIntegrations}
 )
 
-// MaxLimitOverride bounds a limit override's value: a count no workspace
-// reaches, well inside every column's range.
-const MaxLimitOverride = 1_000_000_000
+// MaxLimitOverride bounds a count override's value: a count no workspace
+// reaches, well inside every column's range. MaxStorageOverride bounds
+// file_storage_bytes (1 PiB).
+const (
+	MaxLimitOverride   = 1_000_000_000
+	MaxStorageOverride = 1 << 50
+)
+
+// maxOverride is the largest value key may take.
+func maxOverride(key string) int64 {
+	if key == LimitFileStorageBytes {
+		return MaxStorageOverride
+	}
+	return MaxLimitOverride
+}
 
 // ValidateOverrides refuses an unknown limit or feature key and a limit
-// outside 1..MaxLimitOverride (a limit of 0 would lock a workspace out of
+// outside 1..MaxLimitOverride (MaxStorageOverride for file_storage_bytes) (a limit of 0 would lock a workspace out of
 // what it already has; to go back to the default, remove the key).
 func ValidateOverrides(limits map[string]int64, features map[string]bool) error {
 	for k, v := range limits {
 		if !slices.Contains(LimitKeys, k) {
 			return Errorf(EINVALID, "unknown limit %q (known: %s)", k, strings.Join(LimitKeys, ", "))
 		}
-		if v < 1 || v > MaxLimitOverride {
-			return Errorf(EINVALID, "limit %s must be between 1 and %d", k, MaxLimitOverride)
+		if v < 1 || v > maxOverride(k) {
+			return Errorf(EINVALID, "limit %s must be between 1 and %d", k, maxOverride(k))
 		}
 	}
 	for k := range features {
@@ -135,6 +151,14 @@ func (w WorkspaceLimits) Apply(c Caps) Caps {
 	return c
 }
 
+// Quota returns q with the workspace's file storage override applied.
+func (w WorkspaceLimits) Quota(q FileQuota) FileQuota {
+	if v, ok := w.Limits[LimitFileStorageBytes]; ok && v > 0 {
+		q.WorkspaceMaxBytes = min(v, MaxStorageOverride)
+	}
+	return q
+}
+
 // Enabled says whether a feature is on: every feature is unless the
 // workspace's overrides turn it off.
 func (w WorkspaceLimits) Enabled(feature string) bool {
@@ -152,7 +176,8 @@ func (w WorkspaceLimits) CheckFeature(feature string) error {
 
 // Effective returns the values boot reports: every limit key with the cap
 // in force (members only when set) and every feature key with whether it
-// is on.
+// is on. file_storage_bytes is there when overridden (the server's quota
+// is in the live configuration, not in Caps).
 func (w WorkspaceLimits) Effective(base Caps) (map[string]int64, map[string]bool) {
 	c := w.Apply(base.WithDefaults())
 	lim := map[string]int64{
@@ -161,6 +186,9 @@ func (w WorkspaceLimits) Effective(base Caps) (map[string]int64, map[string]bool
 	}
 	if c.WorkspaceMembers > 0 {
 		lim[LimitMembers] = int64(c.WorkspaceMembers)
+	}
+	if v, ok := w.Limits[LimitFileStorageBytes]; ok {
+		lim[LimitFileStorageBytes] = v
 	}
 	fea := make(map[string]bool, len(FeatureKeys))
 	for _, k := range FeatureKeys {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -56,12 +57,33 @@ func (l *workspaceLimits) lookup(ctx context.Context, workspaceID string) parley
 	return wl
 }
 
-// withLimits returns r with the lookup in its context.
+// withLimits returns r with the lookup in its context, remembering each
+// workspace's answer for the request: the handler's feature check and the
+// store's caps then see the same overrides, for one lookup.
 func (l *workspaceLimits) withLimits(r *http.Request) *http.Request {
 	if l.fn == nil {
 		return r
 	}
-	return r.WithContext(parley.WithLimitsLookup(r.Context(), l.lookup))
+	var (
+		mu   sync.Mutex
+		seen map[string]parley.WorkspaceLimits
+	)
+	return r.WithContext(parley.WithLimitsLookup(r.Context(), func(ctx context.Context, ws string) parley.WorkspaceLimits {
+		mu.Lock()
+		wl, ok := seen[ws]
+		mu.Unlock()
+		if ok {
+			return wl
+		}
+		wl = l.lookup(ctx, ws)
+		mu.Lock()
+		defer mu.Unlock()
+		if seen == nil {
+			seen = map[string]parley.WorkspaceLimits{}
+		}
+		seen[ws] = wl
+		return wl
+	}))
 }
 
 // feature returns EFEATUREOFF when workspaceID has feature turned off.

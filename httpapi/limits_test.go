@@ -88,6 +88,12 @@ func TestWorkspaceFeatures(t *testing.T) {
 	forbidden("POST", wsPath+"/files?name=a.txt", e.member.Token, "abc")
 	e.must(201, "POST", "/channels/"+e.priv.ID+"/messages", tok.Token, post(), nil)
 	e.must(200, "POST", hookPath, "", map[string]string{"text": "from the hook"}, nil)
+	// The workspace's file quota: an announced size past it is refused.
+	tbl.set(e.ws.ID, parley.WorkspaceLimits{Limits: map[string]int64{parley.LimitFileStorageBytes: 3}})
+	e.must(201, "POST", wsPath+"/uploads", e.member.Token, map[string]any{"name": "a.txt", "size": 3}, nil)
+	if r := e.must(http.StatusRequestEntityTooLarge, "POST", wsPath+"/uploads", e.member.Token, map[string]any{"name": "a.txt", "size": 4}, nil); r.errCode() != parley.ETOOLARGE {
+		t.Fatalf("over the workspace's quota: %s", r.Body)
+	}
 	// Another workspace is not affected.
 	other := mustWorkspace(t, e.store, e.member)
 	e.must(201, "POST", "/workspaces/"+other.ID+"/uploads", e.member.Token, map[string]any{"name": "a.txt", "size": 3}, nil)
