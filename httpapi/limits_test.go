@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"sync"
 	"testing"
 
@@ -58,6 +59,15 @@ func TestWorkspaceFeatures(t *testing.T) {
 	e.must(201, "POST", wsPath+"/bots/"+bot.User.ID+"/tokens", e.admin.Token,
 		map[string]any{"scopes": []string{"channels:read", "chat:write"}}, &tok)
 	e.must(200, "POST", "/channels/"+e.priv.ID+"/members", e.admin.Token, map[string][]string{"user_ids": {bot.User.ID}}, nil)
+	// An outgoing webhook, created while integrations are on.
+	ep := newCmdEndpoint(t)
+	var out parley.Integration
+	e.must(201, "POST", wsPath+"/integrations", e.admin.Token,
+		map[string]any{"kind": "outgoing", "name": "Deploy", "url": ep.srv.URL, "channel_id": e.priv.ID, "trigger_words": []string{"deploy"}}, &out)
+	ep.mu.Lock()
+	ep.secret = out.SigningSecret
+	ep.mu.Unlock()
+	ep.set(func(w http.ResponseWriter, _ *http.Request, _ url.Values) { w.WriteHeader(http.StatusOK) })
 	var hook parley.Webhook
 	e.must(201, "POST", "/channels/"+e.priv.ID+"/webhooks", e.admin.Token, map[string]string{"name": "alerts"}, &hook)
 	hookPath := hook.URL[len(e.srv.URL+Prefix):]
@@ -79,6 +89,14 @@ func TestWorkspaceFeatures(t *testing.T) {
 	forbidden("POST", wsPath+"/bots", e.admin.Token, map[string]string{"name": "CI2", "handle": "ci-" + uniq()})
 	forbidden("POST", "/channels/"+e.priv.ID+"/webhooks", e.admin.Token, map[string]string{"name": "more"})
 	e.must(http.StatusForbidden, "POST", hookPath, "", map[string]string{"text": "from the hook"}, nil)
+	forbidden("POST", "/channels/"+e.priv.ID+"/commands", e.member.Token, map[string]string{"command": "/deploy"})
+	// The outgoing webhook does not fire (the post's calls have started
+	// when it answers; wg covers them).
+	e.must(201, "POST", "/channels/"+e.priv.ID+"/messages", e.member.Token, map[string]string{"text": "deploy now", "client_msg_id": uniq()}, nil)
+	e.api.integ.wg.Wait()
+	if ep.last() != nil {
+		t.Fatalf("the outgoing webhook fired with integrations off: %v", ep.last())
+	}
 	// People keep chatting; uploads stay on.
 	e.must(201, "POST", "/channels/"+e.priv.ID+"/messages", e.member.Token, post(), nil)
 	e.must(201, "POST", wsPath+"/uploads", e.member.Token, map[string]any{"name": "a.txt", "size": 3}, nil)
@@ -88,6 +106,11 @@ func TestWorkspaceFeatures(t *testing.T) {
 	forbidden("POST", wsPath+"/files?name=a.txt", e.member.Token, "abc")
 	e.must(201, "POST", "/channels/"+e.priv.ID+"/messages", tok.Token, post(), nil)
 	e.must(200, "POST", hookPath, "", map[string]string{"text": "from the hook"}, nil)
+	e.must(201, "POST", "/channels/"+e.priv.ID+"/messages", e.member.Token, map[string]string{"text": "deploy now", "client_msg_id": uniq()}, nil)
+	e.api.integ.wg.Wait()
+	if ep.last() == nil {
+		t.Fatal("the outgoing webhook did not fire with integrations back on")
+	}
 	// The workspace's file quota: an announced size past it is refused.
 	tbl.set(e.ws.ID, parley.WorkspaceLimits{Limits: map[string]int64{parley.LimitFileStorageBytes: 3}})
 	e.must(201, "POST", wsPath+"/uploads", e.member.Token, map[string]any{"name": "a.txt", "size": 3}, nil)
