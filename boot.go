@@ -55,6 +55,12 @@ type BootLimits struct {
 	// RateLimits names each limit the API applies, such as
 	// "login_per_account", with its rate.
 	RateLimits map[string]RateLimit `json:"rate_limits"`
+	// Workspace are the workspace's caps in force, by override key
+	// (LimitKeys: its directory overrides over the server's caps;
+	// "members" only when bounded), and Features says which of
+	// FeatureKeys are on, so a client can hide what is off.
+	Workspace map[string]int64 `json:"workspace,omitempty"`
+	Features  map[string]bool  `json:"features,omitempty"`
 }
 
 // RateLimit is a token bucket as a client sees it.

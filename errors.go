@@ -10,16 +10,17 @@ import (
 // failed identify or resume with the close code whose row of CloseCodes
 // (protocol.go) lists the error's code.
 const (
-	EINVALID      = "bad_request"   // 400
-	EUNAUTHORIZED = "unauthorized"  // 401
-	EFORBIDDEN    = "forbidden"     // 403
-	ENOTFOUND     = "not_found"     // 404
-	ECONFLICT     = "conflict"      // 409
-	ELIMIT        = "limit_reached" // 409: a cap on how many of something (Caps)
-	ETOOLARGE     = "too_large"     // 413
-	ERATELIMITED  = "rate_limited"  // 429
-	EUNAVAILABLE  = "unavailable"   // 503
-	EINTERNAL     = "internal"      // 500
+	EINVALID      = "bad_request"      // 400
+	EUNAUTHORIZED = "unauthorized"     // 401
+	EFORBIDDEN    = "forbidden"        // 403
+	EFEATUREOFF   = "feature_disabled" // 403: the workspace has the feature turned off
+	ENOTFOUND     = "not_found"        // 404
+	ECONFLICT     = "conflict"         // 409
+	ELIMIT        = "limit_reached"    // 409: a cap on how many of something (Caps)
+	ETOOLARGE     = "too_large"        // 413
+	ERATELIMITED  = "rate_limited"     // 429
+	EUNAVAILABLE  = "unavailable"      // 503
+	EINTERNAL     = "internal"         // 500
 )
 
 // Error is an error that carries a code meant for clients and a message a

@@ -115,6 +115,14 @@ func New(cfg Config) *Service {
 // Storage returns the service's storage.
 func (s *Service) Storage() Storage { return s.storage }
 
+// quotaFor is the quota of an upload to workspaceID: the live
+// configuration's, with the workspace's file_storage_bytes override from
+// ctx (parley.WithLimitsLookup) applied. The store checks it inside the
+// file's transaction.
+func (s *Service) quotaFor(ctx context.Context, workspaceID string) parley.FileQuota {
+	return parley.LimitsFor(ctx, workspaceID).Quota(s.quota())
+}
+
 func (s *Service) quota() parley.FileQuota {
 	if s.live == nil {
 		return parley.DefaultFileConfig().Quota()
@@ -161,7 +169,7 @@ func (s *Service) Upload(ctx context.Context, actor, workspaceID, name string, r
 	if err := parley.ValidateFileName(name); err != nil {
 		return nil, err
 	}
-	q := s.quota()
+	q := s.quotaFor(ctx, workspaceID)
 	if q.MaxFileBytes > 0 && size > q.MaxFileBytes {
 		return nil, tooLarge(q)
 	}
@@ -253,7 +261,7 @@ func (s *Service) CreateUpload(ctx context.Context, actor, workspaceID, name str
 	if size <= 0 {
 		return nil, parley.Errorf(parley.EINVALID, "size must be a positive number of bytes")
 	}
-	q := s.quota()
+	q := s.quotaFor(ctx, workspaceID)
 	if q.MaxFileBytes > 0 && size > q.MaxFileBytes {
 		return nil, tooLarge(q)
 	}
@@ -371,7 +379,7 @@ func (s *Service) CompleteUpload(ctx context.Context, actor, uploadID string) (*
 		return nil, fmt.Errorf("complete upload: read: %w", err)
 	}
 	f := parley.File{ID: u.FileID, Name: u.Name, Size: u.Size, ContentType: Sniff(head[:n]), StorageKey: u.StorageKey}
-	out, err := s.finish(ctx, actor, u.WorkspaceID, f, s.quota())
+	out, err := s.finish(ctx, actor, u.WorkspaceID, f, s.quotaFor(ctx, u.WorkspaceID))
 	if err == nil {
 		s.uploads.WithLabelValues("resumable").Inc()
 		s.bytesIn.Add(float64(u.Size))

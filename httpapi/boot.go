@@ -30,6 +30,7 @@ func (s *Server) boot(w http.ResponseWriter, r *http.Request, c *caller) error {
 	b.WSURL = s.gatewayURL(r, b.Workspace.ID)
 	limits := s.limits
 	limits.RateLimits = s.rl.bootRates()
+	limits.Workspace, limits.Features = parley.LimitsFor(r.Context(), b.Workspace.ID).Effective(s.wlimits.caps)
 	b.Limits = &limits
 	writeJSON(w, http.StatusOK, b)
 	return nil

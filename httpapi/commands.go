@@ -240,6 +240,9 @@ func (s *Server) externalCommand(ctx context.Context, r *http.Request, cc *cmdCa
 	if err != nil {
 		return nil, err
 	}
+	if err := s.feature(ctx, ch.WorkspaceID, parley.FeatureIntegrations); err != nil {
+		return nil, err
+	}
 	cmd, err := st.CommandByName(ctx, ch.WorkspaceID, name)
 	if err != nil {
 		if parley.ErrorCode(err) == parley.ENOTFOUND {
@@ -391,9 +394,9 @@ func (s *Server) commandResponseSecret(w http.ResponseWriter, r *http.Request) e
 }
 
 // afterPost fires the outgoing webhooks whose trigger word starts a
-// person's new message. It returns at once; the calls run in the
-// background, bounded per node.
-func (s *Server) afterPost(c *caller, m *parley.Message) {
+// person's new message, unless the workspace has integrations turned off.
+// It returns at once; the calls run in the background, bounded per node.
+func (s *Server) afterPost(ctx context.Context, c *caller, m *parley.Message) {
 	in := s.integ
 	if in.store == nil || c.bot() || m.ThreadRootID != "" || m.WorkspaceID == "" {
 		return
@@ -401,6 +404,11 @@ func (s *Server) afterPost(c *caller, m *parley.Message) {
 	hooks, err := in.outgoingOf(m.WorkspaceID)
 	if err != nil {
 		in.log.Warn("outgoing webhooks: load failed", "workspace_id", m.WorkspaceID, "err", err)
+		return
+	}
+	// Looked up only for a workspace that has outgoing webhooks: most
+	// posts pay nothing.
+	if len(hooks) > 0 && !parley.LimitsFor(ctx, m.WorkspaceID).Enabled(parley.FeatureIntegrations) {
 		return
 	}
 	for _, h := range hooks {

@@ -63,8 +63,11 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, c *caller) e
 	if err := s.filesOn(); err != nil {
 		return err
 	}
-	extend(w, uploadTimeout, uploadTimeout)
 	ws := r.PathValue("ws")
+	if err := s.feature(r.Context(), ws, parley.FeatureFileUploads); err != nil {
+		return err
+	}
+	extend(w, uploadTimeout, uploadTimeout)
 	var (
 		f   *parley.File
 		err error
@@ -276,6 +279,9 @@ func (s *Server) createUpload(w http.ResponseWriter, r *http.Request, c *caller)
 		Size int64  `json:"size"`
 	}
 	if err := decode(r, &in, false); err != nil {
+		return err
+	}
+	if err := s.feature(r.Context(), r.PathValue("ws"), parley.FeatureFileUploads); err != nil {
 		return err
 	}
 	u, err := s.files.CreateUpload(r.Context(), c.UserID, r.PathValue("ws"), in.Name, in.Size)

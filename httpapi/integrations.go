@@ -141,6 +141,9 @@ func (s *Server) createBot(w http.ResponseWriter, r *http.Request, c *caller) er
 	if err != nil {
 		return err
 	}
+	if err := s.feature(r.Context(), r.PathValue("ws"), parley.FeatureIntegrations); err != nil {
+		return err
+	}
 	var in parley.NewBot
 	if err := decode(r, &in, false); err != nil {
 		return err
@@ -182,6 +185,9 @@ func (s *Server) revokeBot(w http.ResponseWriter, r *http.Request, c *caller) er
 func (s *Server) createBotToken(w http.ResponseWriter, r *http.Request, c *caller) error {
 	st, err := s.needInteg()
 	if err != nil {
+		return err
+	}
+	if err := s.feature(r.Context(), r.PathValue("ws"), parley.FeatureIntegrations); err != nil {
 		return err
 	}
 	var in struct {
@@ -264,6 +270,15 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, c *caller
 		Name string `json:"name"`
 	}
 	if err := decode(r, &in, false); err != nil {
+		return err
+	}
+	// The channel's workspace, for its features; a channel the caller
+	// cannot see is not found either way.
+	ch, err := s.store.GetChannel(r.Context(), c.UserID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if err := s.feature(r.Context(), ch.WorkspaceID, parley.FeatureIntegrations); err != nil {
 		return err
 	}
 	secret := integrations.NewSecret()
@@ -367,6 +382,10 @@ func (s *Server) postWebhookSecret(w http.ResponseWriter, r *http.Request) error
 	if !auth.TokenMatches(r.PathValue("secret"), hook.SecretHash) {
 		return slackReply(w, http.StatusNotFound, "no_service")
 	}
+	if s.feature(ctx, hook.WorkspaceID, parley.FeatureIntegrations) != nil {
+		s.metrics.integration("webhook", "refused")
+		return slackReply(w, http.StatusForbidden, parley.EFEATUREOFF)
+	}
 	if wait, cancel := s.integ.hookLim.Reserve(hook.ID, s.now()); wait > 0 {
 		cancel()
 		s.metrics.integration("webhook", "rate_limited")
@@ -439,6 +458,9 @@ func outcomeOf(status int) string {
 func (s *Server) createIntegration(w http.ResponseWriter, r *http.Request, c *caller) error {
 	st, err := s.needInteg()
 	if err != nil {
+		return err
+	}
+	if err := s.feature(r.Context(), r.PathValue("ws"), parley.FeatureIntegrations); err != nil {
 		return err
 	}
 	var in parley.NewIntegration

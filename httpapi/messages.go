@@ -18,7 +18,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	status := http.StatusOK // a repeated client_msg_id: the first message
 	if created {
 		status = http.StatusCreated
-		s.afterPost(c, m) // outgoing webhooks (commands.go)
+		s.afterPost(r.Context(), c, m) // outgoing webhooks (commands.go)
 	}
 	m.Reactions = nonNil(m.Reactions)
 	writeJSON(w, status, m)

@@ -18,6 +18,7 @@ var statusByCode = map[string]int{
 	parley.EINVALID:      http.StatusBadRequest,
 	parley.EUNAUTHORIZED: http.StatusUnauthorized,
 	parley.EFORBIDDEN:    http.StatusForbidden,
+	parley.EFEATUREOFF:   http.StatusForbidden,
 	parley.ENOTFOUND:     http.StatusNotFound,
 	parley.ECONFLICT:     http.StatusConflict,
 	parley.ELIMIT:        http.StatusConflict,

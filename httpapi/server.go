@@ -107,6 +107,15 @@ type Config struct {
 	// tells clients).
 	EmailEnabled bool
 
+	// WorkspaceLimits returns a workspace's limits and features from the
+	// tenant directory (limits.go): the store enforces the limits, the
+	// handlers the features. Nil: every workspace has the global
+	// defaults.
+	WorkspaceLimits WorkspaceLimitsFunc
+	// Caps are the store's caps (parley.Caps), reported by boot with a
+	// workspace's overrides applied.
+	Caps parley.Caps
+
 	// testRoutes are extra routes, for this package's tests only.
 	testRoutes []route
 }
@@ -138,6 +147,7 @@ type Server struct {
 	workspaceDeleted func(workspaceID string)
 	dir              parley.DirectoryQueries
 	limits           parley.BootLimits
+	wlimits          *workspaceLimits // per-workspace overrides (limits.go)
 
 	integ  *integ         // bots, webhooks, commands (integrations.go)
 	files  *files.Service // nil: file routes answer 503
@@ -187,6 +197,7 @@ func New(cfg Config) *Server {
 	s.workspaceDeleted = cfg.WorkspaceDeleted
 	s.rl = newLimiters(cfg, s.metrics.rejectedVec())
 	s.joins = newJoinLimiter(cfg, cfg.Registerer, s.log)
+	s.wlimits = newWorkspaceLimits(cfg)
 	s.integ = newInteg(cfg, s)
 	s.notify = newNotifyState(cfg)
 	s.handler = s.buildHandler()
@@ -301,6 +312,7 @@ func (s *Server) wrap(rt route) http.Handler {
 			}
 			s.metrics.observe(label, rt.Method, sw.status(), s.now().Sub(start))
 		}()
+		r = s.wlimits.withLimits(r)
 		var c *caller
 		if rt.Auth {
 			var err error
@@ -316,6 +328,12 @@ func (s *Server) wrap(rt route) http.Handler {
 			if err := checkScope(rt, c); err != nil {
 				s.writeError(sw, r, err)
 				return
+			}
+			if c.bot() {
+				if err := s.botFeature(r, c); err != nil {
+					s.writeError(sw, r, err)
+					return
+				}
 			}
 			if s.rl.limited(rt.Tier) { // not reads: they need no client address
 				if err := s.rl.checkTier(start, rt.Tier, c.UserID, s.clientIP(r)); err != nil {

@@ -196,7 +196,7 @@ func TestUnavailableHasRetryAfter(t *testing.T) {
 
 func TestStatusTable(t *testing.T) {
 	for code, want := range map[string]int{
-		parley.EINVALID: 400, parley.EUNAUTHORIZED: 401, parley.EFORBIDDEN: 403, parley.ENOTFOUND: 404,
+		parley.EINVALID: 400, parley.EUNAUTHORIZED: 401, parley.EFORBIDDEN: 403, parley.EFEATUREOFF: 403, parley.ENOTFOUND: 404,
 		parley.ECONFLICT: 409, parley.ETOOLARGE: 413, parley.ERATELIMITED: 429, parley.EUNAVAILABLE: 503,
 		parley.EINTERNAL: 500, "something_new": 500,
 	} {

@@ -14,6 +14,14 @@ import (
 // SQLite the single writer already serialises them; on PostgreSQL the lock
 // makes the count exact, so concurrent writes cannot overshoot.
 
+// capsFor returns the caps of a write about workspaceID: the store's, with
+// the workspace's overrides from ctx's lookup (parley.WithLimitsLookup)
+// applied. It is called before the write's transaction: the lookup may ask
+// the directory, which must not hold a lock or a group-commit lane.
+func (s *Store) capsFor(ctx context.Context, workspaceID string) parley.Caps {
+	return parley.LimitsFor(ctx, workspaceID).Apply(s.caps)
+}
+
 func limitReached(format string, args ...any) error {
 	return parley.Errorf(parley.ELIMIT, format, args...)
 }
@@ -65,7 +73,7 @@ func (s *Store) checkMemberCap(ch *parley.Channel) error {
 
 // checkChannelCap refuses a new channel in a workspace that has the most
 // active public and private channels allowed.
-func (s *Store) checkChannelCap(ctx context.Context, tx *Tx, workspaceID string) error {
+func checkChannelCap(ctx context.Context, tx *Tx, caps parley.Caps, workspaceID string) error {
 	if err := lockWorkspaceRow(ctx, tx, workspaceID); err != nil {
 		return err
 	}
@@ -74,15 +82,15 @@ func (s *Store) checkChannelCap(ctx context.Context, tx *Tx, workspaceID string)
 		WHERE workspace_id = $1 AND dm_key IS NULL AND archived_at IS NULL`, workspaceID).Scan(&n); err != nil {
 		return fmt.Errorf("count channels: %w", err)
 	}
-	if n >= int64(s.caps.ChannelsPerWorkspace) {
-		return limitReached("a workspace can have at most %d active channels", s.caps.ChannelsPerWorkspace)
+	if n >= int64(caps.ChannelsPerWorkspace) {
+		return limitReached("a workspace can have at most %d active channels", caps.ChannelsPerWorkspace)
 	}
 	return nil
 }
 
 // checkInviteCap refuses a new invite in a workspace that has the most
 // outstanding (live, not used up) invites allowed.
-func (s *Store) checkInviteCap(ctx context.Context, tx *Tx, workspaceID string) error {
+func checkInviteCap(ctx context.Context, tx *Tx, caps parley.Caps, workspaceID string) error {
 	if err := lockWorkspaceRow(ctx, tx, workspaceID); err != nil {
 		return err
 	}
@@ -92,8 +100,32 @@ func (s *Store) checkInviteCap(ctx context.Context, tx *Tx, workspaceID string) 
 		workspaceID, micros(tx.now)).Scan(&n); err != nil {
 		return fmt.Errorf("count invites: %w", err)
 	}
-	if n >= int64(s.caps.InvitesPerWorkspace) {
-		return limitReached("a workspace can have at most %d outstanding invites", s.caps.InvitesPerWorkspace)
+	if n >= int64(caps.InvitesPerWorkspace) {
+		return limitReached("a workspace can have at most %d outstanding invites", caps.InvitesPerWorkspace)
+	}
+	return nil
+}
+
+// checkWorkspaceMemberCap refuses a workspace's new person past
+// caps.WorkspaceMembers (0: no bound). It runs after the membership row
+// was inserted, under the workspace row's lock that every other join's
+// check takes too, so the count is exact; returning the error undoes the
+// insert. Bots are not counted: they are the workspace's tools, not its
+// people.
+func checkWorkspaceMemberCap(ctx context.Context, tx *Tx, caps parley.Caps, workspaceID string) error {
+	if caps.WorkspaceMembers <= 0 {
+		return nil
+	}
+	if err := lockWorkspaceRow(ctx, tx, workspaceID); err != nil {
+		return err
+	}
+	var n int64
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM workspace_members wm JOIN users u ON u.id = wm.user_id
+		WHERE wm.workspace_id = $1 AND NOT u.is_bot`, workspaceID).Scan(&n); err != nil {
+		return fmt.Errorf("count workspace members: %w", err)
+	}
+	if n > int64(caps.WorkspaceMembers) {
+		return limitReached("a workspace can have at most %d members", caps.WorkspaceMembers)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 // member. Guests may not create channels.
 func (s *Store) CreateChannel(ctx context.Context, actor, workspaceID string, nc parley.NewChannel) (*parley.Channel, error) {
 	var ch *parley.Channel
+	caps := s.capsFor(ctx, workspaceID)
 	err := s.write(ctx, "create channel", func(ctx context.Context, tx *Tx) error {
 		role, err := workspaceRole(ctx, tx, workspaceID, actor)
 		if err != nil {
@@ -28,7 +29,7 @@ func (s *Store) CreateChannel(ctx context.Context, actor, workspaceID string, nc
 		if err := validateNewChannel(nc); err != nil {
 			return err
 		}
-		if err := s.checkChannelCap(ctx, tx, workspaceID); err != nil {
+		if err := checkChannelCap(ctx, tx, caps, workspaceID); err != nil {
 			return err
 		}
 		if err := checkNameFree(ctx, tx, workspaceID, nc.Name, ""); err != nil {

@@ -22,6 +22,7 @@ import (
 // up with its email (claimImported). Each becomes a workspace member.
 func (s *Store) ImportUsers(ctx context.Context, workspaceID, source string, users []parley.ImportUser) ([]parley.ImportedUser, error) {
 	out := make([]parley.ImportedUser, 0, len(users))
+	caps := s.capsFor(ctx, workspaceID)
 	for chunk := range slices.Chunk(users, 500) {
 		var done []parley.ImportedUser
 		err := s.write(ctx, "import users", func(ctx context.Context, tx *Tx) error {
@@ -33,7 +34,9 @@ func (s *Store) ImportUsers(ctx context.Context, workspaceID, source string, use
 				}
 				done = append(done, r)
 			}
-			return nil
+			// Once per chunk, after its memberships: the chunk is undone
+			// whole when it would pass the workspace's member cap.
+			return checkWorkspaceMemberCap(ctx, tx, caps, workspaceID)
 		})
 		if err != nil {
 			return nil, err

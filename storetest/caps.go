@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -27,6 +28,8 @@ var capsTests = []struct {
 	{"Channels", testChannelCap},
 	{"Invites", testInviteCap},
 	{"Defaults", testCapDefaults},
+	{"Overrides", testCapOverrides},
+	{"MembersRace", testMemberCapRace},
 }
 
 // RunCaps runs the caps contract tests against stores made by open.
@@ -271,4 +274,94 @@ func testCapDefaults(t *testing.T, open CapsOpener) {
 	}
 	_, err := s.AddReaction(ctx(t), owner.ID, m.ID, "one-more")
 	Code(t, err, parley.ELIMIT)
+}
+
+// overrides returns a context whose limits lookup gives workspace ws the
+// limits lim (parley.WithLimitsLookup, as the API sets it from the
+// directory); other workspaces get none.
+func overrides(t *testing.T, ws string, lim map[string]int64) context.Context {
+	return parley.WithLimitsLookup(ctx(t), func(_ context.Context, id string) parley.WorkspaceLimits {
+		if id != ws {
+			return parley.WorkspaceLimits{}
+		}
+		return parley.WorkspaceLimits{Limits: lim}
+	})
+}
+
+// testCapOverrides: a workspace's overrides carried in the context replace
+// the store's caps for that workspace only, for members (invite accept,
+// import), channels and invites.
+func testCapOverrides(t *testing.T, open CapsOpener) {
+	s := open(t, parley.Caps{})
+	owner, w, _ := capsEnv(t, s) // #general and #capped
+	owner2 := MustUser(t, s, "owner")
+	w2 := MustWorkspace(t, s, owner2)
+	c := overrides(t, w.ID, map[string]int64{parley.LimitMembers: 2, parley.LimitChannels: 3, parley.LimitInvites: 2})
+
+	// Channels: the third active one passes, the fourth is refused; the
+	// other workspace keeps the default.
+	_, err := s.CreateChannel(c, owner.ID, w.ID, parley.NewChannel{Name: "third", Kind: parley.KindPublic})
+	NoErr(t, err)
+	_, err = s.CreateChannel(c, owner.ID, w.ID, parley.NewChannel{Name: "fourth", Kind: parley.KindPublic})
+	Code(t, err, parley.ELIMIT)
+	for i := range 3 {
+		_, err = s.CreateChannel(c, owner2.ID, w2.ID, parley.NewChannel{Name: fmt.Sprintf("other-%d", i), Kind: parley.KindPublic})
+		NoErr(t, err)
+	}
+	// Without the lookup the global cap holds again.
+	_, err = s.CreateChannel(ctx(t), owner.ID, w.ID, parley.NewChannel{Name: "fourth", Kind: parley.KindPublic})
+	NoErr(t, err)
+
+	// Invites: two outstanding.
+	inv, err := s.CreateInvite(c, owner.ID, w.ID, parley.InviteParams{})
+	NoErr(t, err)
+	_, err = s.CreateInvite(c, owner.ID, w.ID, parley.InviteParams{})
+	NoErr(t, err)
+	_, err = s.CreateInvite(c, owner.ID, w.ID, parley.InviteParams{})
+	Code(t, err, parley.ELIMIT)
+
+	// Members: the owner and one more; the third is refused, and the
+	// refused accept spent nothing and joined nothing.
+	bob, carol := MustUser(t, s, "bob"), MustUser(t, s, "carol")
+	_, err = s.AcceptInvite(c, bob.ID, inv.Code)
+	NoErr(t, err)
+	_, err = s.AcceptInvite(c, carol.ID, inv.Code)
+	Code(t, err, parley.ELIMIT)
+	_, err = s.GetWorkspace(ctx(t), carol.ID, w.ID)
+	Code(t, err, parley.ENOTFOUND)
+	// A member who is already in answers as before.
+	_, err = s.AcceptInvite(c, bob.ID, inv.Code)
+	NoErr(t, err)
+	// Import past the cap is refused too.
+	if is, ok := s.(interface {
+		ImportUsers(ctx context.Context, workspaceID, source string, users []parley.ImportUser) ([]parley.ImportedUser, error)
+	}); ok {
+		_, err = is.ImportUsers(c, w.ID, "slack", []parley.ImportUser{{ExtID: "U1", Handle: "imp1", Name: "Imp", Email: "imp1@example.com"}})
+		Code(t, err, parley.ELIMIT)
+	}
+	// Raised: carol gets in.
+	c = overrides(t, w.ID, map[string]int64{parley.LimitMembers: 3})
+	_, err = s.AcceptInvite(c, carol.ID, inv.Code)
+	NoErr(t, err)
+}
+
+// testMemberCapRace: many people accepting one invite at once into a
+// workspace with room for two more: exactly two get in.
+func testMemberCapRace(t *testing.T, open CapsOpener) {
+	s := open(t, parley.Caps{})
+	owner, w, _ := capsEnv(t, s)
+	inv, err := s.CreateInvite(ctx(t), owner.ID, w.ID, parley.InviteParams{})
+	NoErr(t, err)
+	c := overrides(t, w.ID, map[string]int64{parley.LimitMembers: 3})
+	users := make([]*parley.User, racers)
+	for i := range users {
+		users[i] = MustUser(t, s, "racer")
+	}
+	n := race(t, func(i int) error {
+		_, err := s.AcceptInvite(c, users[i].ID, inv.Code)
+		return err
+	})
+	if n != 2 {
+		t.Fatalf("%d racing accepts succeeded, want 2 (cap 3, the owner already in)", n)
+	}
 }

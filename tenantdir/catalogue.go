@@ -650,28 +650,11 @@ func (c *Catalogue) tx(ctx context.Context, fn func(tx *sql.Tx, now time.Time) e
 // catalogue is shared).
 func (c *Catalogue) SetOnChange(fn func()) { c.onChange = fn }
 
-// checkOverrides refuses empty or oversized override keys.
+// checkOverrides refuses override keys Parley does not know and limits
+// out of range (parley.ValidateOverrides): a key nothing reads would look
+// applied and do nothing.
 func checkOverrides(limits map[string]int64, features map[string]bool) error {
-	check := func(kind, k string) error {
-		if k == "" || len(k) > 64 || strings.ContainsAny(k, " \t\r\n") {
-			return parley.Errorf(parley.EINVALID, "%s key %q: 1 to 64 characters, no spaces", kind, k)
-		}
-		return nil
-	}
-	for k, v := range limits {
-		if err := check("limit", k); err != nil {
-			return err
-		}
-		if v < 0 {
-			return parley.Errorf(parley.EINVALID, "limit %s must not be negative", k)
-		}
-	}
-	for k := range features {
-		if err := check("feature", k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return parley.ValidateOverrides(limits, features)
 }
 
 func encodeOverrides(limits map[string]int64, features map[string]bool) (string, string) {

@@ -120,7 +120,10 @@ func TestCatalogueBadInput(t *testing.T) {
 			{"bad workspace id", second(c.Place(ctx, Placement{WorkspaceID: "a b", Region: "eu"})), parley.EINVALID},
 			{"unknown region", second(c.Place(ctx, Placement{WorkspaceID: "w", Region: "mars"})), parley.ELIMIT},
 			{"named shard elsewhere", second(c.Place(ctx, Placement{WorkspaceID: "w", Region: "us", Shard: "s1"})), parley.ENOTFOUND},
-			{"negative limit", second(c.Place(ctx, Placement{WorkspaceID: "w", Region: "eu", Limits: map[string]int64{"x": -1}})), parley.EINVALID},
+			{"negative limit", second(c.Place(ctx, Placement{WorkspaceID: "w", Region: "eu", Limits: map[string]int64{"members": -1}})), parley.EINVALID},
+			{"zero limit", second(c.Place(ctx, Placement{WorkspaceID: "w", Region: "eu", Limits: map[string]int64{"channels": 0}})), parley.EINVALID},
+			{"unknown limit", second(c.Place(ctx, Placement{WorkspaceID: "w", Region: "eu", Limits: map[string]int64{"seats": 5}})), parley.EINVALID},
+			{"unknown feature", second(c.Place(ctx, Placement{WorkspaceID: "w", Region: "eu", Features: map[string]bool{"huddles": false}})), parley.EINVALID},
 			{"show unknown", second(c.Workspace(ctx, "nope")), parley.ENOTFOUND},
 			{"move unknown", second(c.BeginMove(ctx, "nope", "s1")), parley.ENOTFOUND},
 		}
@@ -158,7 +161,7 @@ func TestCatalogueMoveTransitions(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := c.Place(ctx, Placement{WorkspaceID: "w", Region: "eu", Shard: "a",
-			Limits: map[string]int64{"members": 50}, Features: map[string]bool{"threads": true}}); err != nil {
+			Limits: map[string]int64{"members": 50}, Features: map[string]bool{"integrations": true}}); err != nil {
 			t.Fatal(err)
 		}
 		for _, bad := range []struct{ to, code string }{{"a", parley.EINVALID}, {"d", parley.ECONFLICT}, {"u", parley.ENOTFOUND}, {"zz", parley.ENOTFOUND}} {
@@ -186,7 +189,7 @@ func TestCatalogueMoveTransitions(t *testing.T) {
 		if r, err = c.CompleteMove(ctx, "w"); err != nil || r.Status != StatusActive || r.ShardID != "b" || r.TargetShard != "" || r.DSN != "dsn-b" || r.Version <= v {
 			t.Fatalf("complete: %+v %v", r, err)
 		}
-		if r.Limits["members"] != 50 || !r.Features["threads"] {
+		if r.Limits["members"] != 50 || !r.Features["integrations"] {
 			t.Fatalf("overrides lost in the move: %+v", r)
 		}
 		// Abort goes back to the source.
@@ -203,7 +206,13 @@ func TestCatalogueMoveTransitions(t *testing.T) {
 		if r, err = c.Unfreeze(ctx, "w"); err != nil || r.Status != StatusActive {
 			t.Fatalf("unfreeze: %+v %v", r, err)
 		}
-		if r, err = c.SetOverrides(ctx, "w", map[string]int64{}, nil); err != nil || r.Limits != nil || !r.Features["threads"] {
+		if _, err = c.SetOverrides(ctx, "w", map[string]int64{"members": 10, "invite_links": 3}, nil); parley.ErrorCode(err) != parley.EINVALID {
+			t.Fatalf("set an unknown limit: %v, want bad_request", err)
+		}
+		if _, err = c.SetOverrides(ctx, "w", nil, map[string]bool{"huddles": true}); parley.ErrorCode(err) != parley.EINVALID {
+			t.Fatalf("set an unknown feature: %v, want bad_request", err)
+		}
+		if r, err = c.SetOverrides(ctx, "w", map[string]int64{}, nil); err != nil || r.Limits != nil || !r.Features["integrations"] {
 			t.Fatalf("clear limits: %+v %v", r, err)
 		}
 		// Every change is in the log, with the state it made.

@@ -46,7 +46,7 @@ func churn(t *testing.T, cat *Catalogue) {
 			region = "us"
 		}
 		if _, err := cat.Place(ctx, Placement{WorkspaceID: fmt.Sprintf("w%02d", i), Region: region,
-			Limits: map[string]int64{"members": int64(i)}}); err != nil {
+			Limits: map[string]int64{"members": int64(i + 1)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,7 +55,7 @@ func churn(t *testing.T, cat *Catalogue) {
 	mustDo(t, second(cat.CompleteMove(ctx, "w01")))
 	mustDo(t, second(cat.BeginMove(ctx, "w02", "eu1")))
 	mustDo(t, second(cat.Freeze(ctx, "w04")))
-	mustDo(t, second(cat.SetOverrides(ctx, "w05", nil, map[string]bool{"huddles": false})))
+	mustDo(t, second(cat.SetOverrides(ctx, "w05", nil, map[string]bool{"file_uploads": false})))
 	mustDo(t, second(cat.DrainShard(ctx, "eu1")))
 	// A placement whose creation failed, removed: a tombstone in the log.
 	gone, err := cat.Place(ctx, Placement{WorkspaceID: "gone", Region: "eu", Slug: "gone"})

@@ -190,6 +190,22 @@ func (n *node) startDirectory(ctx context.Context) error {
 	return nil
 }
 
+// workspaceLimits is the API's lookup of a workspace's limits and features
+// through this node's client (the api audience's records carry them); nil
+// when the node runs without a directory: the global defaults.
+func (d *nodeDirectory) workspaceLimits() httpapi.WorkspaceLimitsFunc {
+	if d == nil || d.client == nil {
+		return nil
+	}
+	return func(ctx context.Context, ws string) (parley.WorkspaceLimits, error) {
+		rec, err := d.client.Lookup(ctx, ws)
+		if err != nil {
+			return parley.WorkspaceLimits{}, err
+		}
+		return parley.WorkspaceLimits{Limits: rec.Limits, Features: rec.Features}, nil
+	}
+}
+
 // close closes what startDirectory opened, in reverse.
 func (d *nodeDirectory) close() {
 	if d == nil {

@@ -3,54 +3,155 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
-// TestServeLimits: the real binary keys per-IP limits on the client behind
-// --trusted-proxies, starts at the --rate-* flags, and `parley config set
-// rate_*` changes a limit while it runs.
-func TestServeLimits(t *testing.T) {
-	p := startParley(t, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--data", t.TempDir(),
-		"--trusted-proxies", "127.0.0.1", "--rate-signup-ip", "1/min,burst=1")
-	n := 0
-	signup := func(from string) int {
+// TestWorkspaceLimits drives a workspace's directory overrides end to end
+// on a real node (SQLite, embedded NATS with JetStream, store routing off):
+// `parley workspaces set --limit/--feature` writes the catalogue, the
+// change reaches the node's directory client over the bus, and the API
+// applies it: the store refuses the join past the member limit inside its
+// transaction (409 limit_reached), the API refuses bot creation while
+// integrations are off (403 feature_disabled), boot reports both, and
+// setting them back takes effect without a restart.
+func TestWorkspaceLimits(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	p := startParley(t, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--data", data, "--region", "eu")
+	must := func(args ...string) string {
 		t.Helper()
-		n++
-		body, _ := json.Marshal(map[string]string{"email": "u" + strings.Repeat("x", n) + "@example.com",
-			"password": "a long enough password", "name": "U", "handle": "u" + strings.Repeat("x", n)})
-		req, _ := http.NewRequest("POST", strings.TrimSuffix(p.url, "/")+"/api/v1/auth/signup", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Forwarded-For", from)
-		res, err := http.DefaultClient.Do(req)
+		cmd := exec.Command(binPath, append(args, "--data", data)...)
+		cmd.Env = cleanEnv()
+		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("parley %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-		res.Body.Close()
-		return res.StatusCode
+		return string(out)
 	}
-	if got := signup("198.51.100.1"); got != http.StatusCreated {
-		t.Fatalf("first signup: %d", got)
+	base := strings.TrimSuffix(p.url, "/") + "/api/v1"
+	call := func(method, path, token string, body any) (int, []byte) {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, base+path, rd)
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, raw
 	}
-	if got := signup("198.51.100.1"); got != http.StatusTooManyRequests {
-		t.Fatalf("second signup from the same client: %d, want 429 (--rate-signup-ip)", got)
+	want := func(method, path, token string, body any, status int, out any) {
+		t.Helper()
+		code, raw := call(method, path, token, body)
+		if code != status {
+			t.Fatalf("%s %s = %d %s, want %d", method, path, code, raw, status)
+		}
+		if out != nil {
+			if err := json.Unmarshal(raw, out); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+		}
 	}
-	if got := signup("198.51.100.2"); got != http.StatusCreated {
-		t.Fatalf("signup from another client behind the proxy: %d", got)
+	wantCode := func(raw []byte, code string) {
+		t.Helper()
+		var e struct {
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(raw, &e); e.Error.Code != code {
+			t.Fatalf("error %s, want code %s", raw, code)
+		}
+	}
+	signup := func(handle string) string {
+		var a struct {
+			Token string `json:"token"`
+		}
+		want("POST", "/auth/signup", "", map[string]string{"email": handle + "@limits.test", "password": "a long enough password",
+			"name": handle, "handle": handle}, http.StatusCreated, &a)
+		return a.Token
+	}
+	owner, bob, carol := signup("owner"), signup("bob"), signup("carol")
+	var w struct {
+		ID string `json:"id"`
+	}
+	want("POST", "/workspaces", owner, map[string]string{"name": "Limited", "slug": "limited"}, http.StatusCreated, &w)
+	var inv struct {
+		Code string `json:"code"`
+	}
+	want("POST", "/workspaces/"+w.ID+"/invites", owner, map[string]int{}, http.StatusCreated, &inv)
+
+	// The workspace predates the catalogue here (routing is off): place it
+	// on the node's own shard, then limit it to two members and turn its
+	// integrations off.
+	must("workspaces", "place", w.ID, "--region", "eu", "--shard", "local")
+	must("workspaces", "set", w.ID, "--limit", "members=2", "--feature", "integrations=false")
+	bootOf := func() (lim map[string]int64, fea map[string]bool) {
+		var b struct {
+			Limits struct {
+				Workspace map[string]int64 `json:"workspace"`
+				Features  map[string]bool  `json:"features"`
+			} `json:"limits"`
+		}
+		want("POST", "/boot", owner, map[string]string{"workspace_id": w.ID}, http.StatusOK, &b)
+		return b.Limits.Workspace, b.Limits.Features
+	}
+	// Propagation: catalogue -> relay -> JetStream -> the node's client.
+	waitUntil(t, 5*time.Second, "the overrides to reach the node", func() bool {
+		lim, fea := bootOf()
+		return lim["members"] == 2 && !fea["integrations"]
+	})
+	if _, fea := bootOf(); !fea["file_uploads"] {
+		t.Fatalf("boot features %v: file_uploads should stay on", fea)
 	}
 
-	cmd := exec.Command(binPath, "config", "set", "rate_signup_ip=off", "--admin", p.admin)
-	cmd.Env = cleanEnv()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("config set: %v\n%s", err, out)
+	want("POST", "/invites/"+inv.Code+"/accept", bob, nil, http.StatusOK, nil)
+	code, raw := call("POST", "/invites/"+inv.Code+"/accept", carol, nil)
+	if code != http.StatusConflict {
+		t.Fatalf("third member's accept = %d %s, want 409", code, raw)
 	}
-	if got := signup("198.51.100.1"); got != http.StatusCreated {
-		t.Fatalf("signup after rate_signup_ip=off: %d", got)
+	wantCode(raw, "limit_reached")
+	bot := map[string]string{"name": "CI", "handle": "ci-bot"}
+	code, raw = call("POST", "/workspaces/"+w.ID+"/bots", owner, bot)
+	if code != http.StatusForbidden {
+		t.Fatalf("bot creation with integrations off = %d %s, want 403", code, raw)
 	}
-	if code, body := adminGet(t, p, "/config"); code != 200 || !strings.Contains(body, `"rate_signup_ip":"off"`) || !strings.Contains(body, `"rate_message_user":"default"`) {
-		t.Fatalf("GET /config: %d %s", code, body)
+	wantCode(raw, "feature_disabled")
+
+	// Back on, and room for a third: both apply within a second.
+	must("workspaces", "set", w.ID, "--limit", "members=3", "--feature", "integrations=true")
+	start := time.Now()
+	waitUntil(t, time.Second, "the raised limit to apply", func() bool {
+		code, _ := call("POST", "/invites/"+inv.Code+"/accept", carol, nil)
+		return code == http.StatusOK
+	})
+	waitUntil(t, time.Second, "integrations to come back on", func() bool {
+		code, _ := call("POST", "/workspaces/"+w.ID+"/bots", owner, bot)
+		return code == http.StatusCreated
+	})
+	t.Logf("overrides applied %v after `parley workspaces set`", time.Since(start))
+
+	// Unknown keys and bad values are refused by the CLI with the keys it knows.
+	for _, bad := range [][]string{{"--limit", "seats=5"}, {"--limit", "members=0"}, {"--feature", "huddles=false"}} {
+		cmd := exec.Command(binPath, append([]string{"workspaces", "set", w.ID, "--data", data}, bad...)...)
+		cmd.Env = cleanEnv()
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "bad_request") {
+			t.Errorf("parley workspaces set %v: %v\n%s", bad, err, out)
+		}
 	}
 	p.stop(t)
 }

@@ -370,6 +370,8 @@ func (n *node) Run(ctx context.Context) (err error) {
 		Notify:           n.notifyStore(),
 		NotifySecret:     []byte(o.EmailSecret),
 		EmailEnabled:     n.notifier != nil,
+		WorkspaceLimits:  n.dir.workspaceLimits(),
+		Caps:             o.Caps,
 		WorkspaceDeleted: n.purger.Start})
 	n.api = newHTTPServer(httpapi.Recover(log, panics, rootHandler(api.Handler(), n.gateway, webui.Dist())), writeTimeout, log)
 	n.serve("api", n.api, n.apiLn)

@@ -318,6 +318,11 @@ func parseOverrides(limits, features []string) (map[string]int64, map[string]boo
 		}
 		fea[k] = b
 	}
+	// Refused here already, before the catalogue is opened, with the
+	// known keys in the message.
+	if err := parley.ValidateOverrides(lim, fea); err != nil {
+		return nil, nil, err
+	}
 	return lim, fea, nil
 }
 

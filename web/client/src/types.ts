@@ -127,6 +127,10 @@ export interface BootLimits {
 	max_batch_users: number;
 	max_upload_bytes?: number;
 	rate_limits: Record<string, RateLimit>;
+	/** The workspace's caps in force, by key (channels, invites; members and file_storage_bytes when set). */
+	workspace?: Record<string, number>;
+	/** Which features the workspace has on (integrations, file_uploads): hide what is off. */
+	features?: Record<string, boolean>;
 }
 
 export interface Boot {
