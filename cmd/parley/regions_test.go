@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -14,6 +16,7 @@ import (
 
 	"parley"
 	"parley/internal/testpg"
+	"parley/natsbus"
 )
 
 // TestRegions runs Parley in two regions (docs/directory.md "Regions"):
@@ -237,8 +240,103 @@ func TestRegions(t *testing.T) {
 	natsRecovered := time.Since(restarted)
 	chats["b"].post(t, "b's NATS is back")
 
+	// 5. Region a goes down, as in a region's outage: its two NATS
+	// servers and its node die (SIGKILL). b1 is left alone of JetStream's
+	// three servers: no majority, so no directory stream stores anything.
+	// b's node goes on: its replica answers lookups of both regions'
+	// workspaces from what its projection holds (region a's replica no
+	// longer exists: no stale serve), and chat in b runs on b's NATS.
+	// The test asks b's replica directly too (the client alone would
+	// not show what the projection holds: it also hears the changes the
+	// relay tries to publish, over core NATS).
+	replicaB := rn.natsConn(fmt.Sprintf("nats://%s:4301", rn.nodeIP["b"]))
+	askReplicaB := func(ws string) (lookupRecord, bool) {
+		msg, err := replicaB.Request(natsbus.DefaultSubjectPrefix+"tenantdir.lookup.api.b", []byte(ws), 2*time.Second)
+		if err != nil {
+			return lookupRecord{}, false
+		}
+		var rep struct {
+			Record *lookupRecord `json:"record"`
+		}
+		if json.Unmarshal(msg.Data, &rep) != nil || rep.Record == nil {
+			return lookupRecord{}, false
+		}
+		return *rep.Record, true
+	}
+	nodes["a"].cmd.Process.Kill()
+	<-nodes["a"].exited
+	servers["a1"].kill()
+	servers["a2"].kill()
+	aDown := time.Now()
+	stale = metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", "")
+	fromB := metric(t, nodes["b"], "parley_tenantdir_replica_requests_total", `region="b",result="ok"`)
+	for _, region := range []string{"a", "b"} {
+		if rec, code, _ := adminLookup(t, nodes["b"], ws[region], false); code != http.StatusOK || rec.Region != region {
+			t.Fatalf("cached lookup on b with region a down: %d %+v", code, rec)
+		}
+		rec, code, d := adminLookup(t, nodes["b"], ws[region], true)
+		if code != http.StatusOK || rec.Region != region {
+			t.Fatalf("cold lookup on b with region a down: %d %+v", code, rec)
+		}
+		figures["cold, region a down"] = append(figures["cold, region a down"], d)
+	}
+	if got := metric(t, nodes["b"], "parley_tenantdir_replica_requests_total", `region="b",result="ok"`); got < fromB+2 {
+		t.Fatalf("b's replica answered %v of two cold lookups with region a down, want both", got-fromB)
+	}
+	if got := metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", ""); got != stale {
+		t.Fatalf("stale serves went from %v to %v while b's replica answered", stale, got)
+	}
+	chats["b"].post(t, "region a is down")
+
+	// A catalogue change during the outage (the control database is still
+	// in reach) is kept, not lost: b's relay cannot get it into a stream
+	// (no majority), so it stays pending in the change log, the relay's
+	// failed passes counted; b's projection does not have it.
+	relayErrs := metric(t, nodes["b"], "parley_tenantdir_relay_errors_total", "")
+	cli("workspaces", "set", ws["b"], "--limit", "members=88")
+	waitUntil(t, 20*time.Second, "b's relay to fail to publish the change", func() bool {
+		return metric(t, nodes["b"], "parley_tenantdir_relay_errors_total", "") > relayErrs
+	})
+	control, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer control.Close()
+	pending := func() int {
+		var n int
+		if err := control.QueryRow(`SELECT count(*) FROM tenantdir_changes WHERE published_at IS NULL`).Scan(&n); err != nil {
+			t.Fatalf("count pending changes: %v", err)
+		}
+		return n
+	}
+	if n := pending(); n != 1 {
+		t.Fatalf("%d changes pending with region a down, want 1 (the limit set)", n)
+	}
+	if rec, ok := askReplicaB(ws["b"]); !ok || rec.Limits["members"] != 77 {
+		t.Fatalf("b's replica with region a down: %v %+v, want the record before the change (members=77)", ok, rec)
+	}
+
+	// Region a's servers back (same JetStream directories): the streams
+	// regain their majority, b's relay publishes the pending change, and
+	// b's projection (its replica) and client have it.
+	servers["a1"].start(t)
+	servers["a2"].start(t)
+	aBack := time.Now()
+	waitUntil(t, 60*time.Second, "the change made while region a was down to reach b's replica", func() bool {
+		rec, ok := askReplicaB(ws["b"])
+		return ok && rec.Limits["members"] == 88
+	})
+	aRecovered := time.Since(aBack)
+	if n := pending(); n != 0 {
+		t.Fatalf("%d changes pending after b's replica has the change, want 0", n)
+	}
+	if rec, code, _ := adminLookup(t, nodes["b"], ws["b"], true); code != http.StatusOK || rec.Limits["members"] != 88 {
+		t.Fatalf("cold lookup on b after region a's servers are back: %d %+v, want members=88", code, rec)
+	}
+	chats["b"].post(t, "region a's servers are back")
+
 	t.Logf("region figures (%v each way between regions; lookup time from the node's Server-Timing):", delay)
-	for _, k := range []string{"cached", "cold, own region", "cold, from the other region"} {
+	for _, k := range []string{"cached", "cold, own region", "cold, from the other region", "cold, region a down"} {
 		p50, p99 := quantiles(figures[k])
 		t.Logf("  lookup %-28s n=%-4d p50 %-10v p99 %v", k+":", len(figures[k]), p50, p99)
 	}
@@ -246,9 +344,9 @@ func TestRegions(t *testing.T) {
 		healed.Sub(partitioned).Round(time.Millisecond), recovered.Round(time.Millisecond))
 	t.Logf("  b's NATS down for %v (a post on b took %v to answer 201); after its restart, node b's lookups were fresh again within %v",
 		restarted.Sub(killed).Round(time.Millisecond), postTook.Round(time.Millisecond), natsRecovered.Round(time.Millisecond))
-	for _, region := range []string{"a", "b"} {
-		nodes[region].stopQuietly(t)
-	}
+	t.Logf("  region a (a1, a2, node a) down for %v; after a1 and a2 restarted, the change made meanwhile reached b's replica within %v",
+		aBack.Sub(aDown).Round(time.Millisecond), aRecovered.Round(time.Millisecond))
+	nodes["b"].stopQuietly(t)
 }
 
 // regionChat is one user chatting on a region's node.
