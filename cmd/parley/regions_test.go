@@ -246,8 +246,12 @@ func TestRegions(t *testing.T) {
 	natsRecovered := time.Since(restarted)
 	chats["b"].post(t, "b's NATS is back")
 
-	// The change log is settled before region a goes down: every change,
-	// the one made during the cut included, is in the streams.
+	// The directory is settled before region a goes down: every change,
+	// the one made during the cut included, is in the streams, and b's
+	// projection has it (its consumer may still be catching up after
+	// step 4). The test asks b's replica directly: the client alone would
+	// not show what the projection holds, as it also hears the changes
+	// the relay tries to publish, over core NATS.
 	control, err := sql.Open("pgx", dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -260,17 +264,6 @@ func TestRegions(t *testing.T) {
 		}
 		return n
 	}
-	waitUntil(t, 30*time.Second, "every catalogue change to be published", func() bool { return pending() == 0 })
-
-	// 5. Region a goes down, as in a region's outage: its two NATS
-	// servers and its node die (SIGKILL). b1 is left alone of JetStream's
-	// three servers: no majority, so no directory stream stores anything.
-	// b's node goes on: its replica answers lookups of both regions'
-	// workspaces from what its projection holds (region a's replica no
-	// longer exists: no stale serve), and chat in b runs on b's NATS.
-	// The test asks b's replica directly too (the client alone would
-	// not show what the projection holds: it also hears the changes the
-	// relay tries to publish, over core NATS).
 	replicaB := rn.natsConn(fmt.Sprintf("nats://%s:4301", rn.nodeIP["b"]))
 	askReplicaB := func(ws string) (lookupRecord, bool) {
 		msg, err := replicaB.Request(natsbus.DefaultSubjectPrefix+"tenantdir.lookup.api.b", []byte(ws), 2*time.Second)
@@ -285,6 +278,17 @@ func TestRegions(t *testing.T) {
 		}
 		return *rep.Record, true
 	}
+	waitUntil(t, 30*time.Second, "every catalogue change to be published and in b's replica", func() bool {
+		rec, ok := askReplicaB(ws["b"])
+		return pending() == 0 && ok && rec.Limits["members"] == 77
+	})
+
+	// 5. Region a goes down, as in a region's outage: its two NATS
+	// servers and its node die (SIGKILL). b1 is left alone of JetStream's
+	// three servers: no majority, so no directory stream stores anything.
+	// b's node goes on: its replica answers lookups of both regions'
+	// workspaces from what its projection holds (region a's replica no
+	// longer exists: no stale serve), and chat in b runs on b's NATS.
 	nodes["a"].cmd.Process.Kill()
 	<-nodes["a"].exited
 	servers["a1"].kill()
