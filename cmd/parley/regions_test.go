@@ -296,6 +296,7 @@ func TestRegions(t *testing.T) {
 	aDown := time.Now()
 	stale = metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", "")
 	fromB := metric(t, nodes["b"], "parley_tenantdir_replica_requests_total", `region="b",result="ok"`)
+	fromA = metric(t, nodes["b"], "parley_tenantdir_replica_requests_total", `region="a",result="ok"`)
 	for _, region := range []string{"a", "b"} {
 		// Cold first: an entry still marked stale by step 4 (retried in
 		// the background every second) is replaced by the replica's answer.
@@ -317,6 +318,9 @@ func TestRegions(t *testing.T) {
 	}
 	if got := metric(t, nodes["b"], "parley_tenantdir_replica_requests_total", `region="b",result="ok"`); got < fromB+30 {
 		t.Fatalf("b's replica answered %v of 30 cold lookups with region a down, want all", got-fromB)
+	}
+	if got := metric(t, nodes["b"], "parley_tenantdir_replica_requests_total", `region="a",result="ok"`); got != fromA {
+		t.Fatalf("region a's replica answered %v lookups while region a was down", got-fromA)
 	}
 	if got := metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", ""); got != stale {
 		t.Fatalf("stale serves went from %v to %v while b's replica answered", stale, got)
