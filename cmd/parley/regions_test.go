@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -14,6 +16,7 @@ import (
 
 	"parley"
 	"parley/internal/testpg"
+	"parley/natsbus"
 )
 
 // TestRegions runs Parley in two regions (docs/directory.md "Regions"):
@@ -35,6 +38,12 @@ import (
 //  3. b's NATS server killed: lookups from cache and last-known-good, a
 //     post waits for the bus; restarted, the post arrives and lookups are
 //     fresh.
+//
+// Last, region a goes down (its two NATS servers, the JetStream majority,
+// and its node): b's replica answers lookups of both regions' workspaces
+// from its projection and chat in b goes on; a catalogue change made
+// meanwhile stays pending in the change log and reaches b's replica once
+// a's servers are back.
 //
 // The figures (cached, cold in-region and cold cross-region lookup
 // latency; time to recover) are logged.
@@ -237,8 +246,135 @@ func TestRegions(t *testing.T) {
 	natsRecovered := time.Since(restarted)
 	chats["b"].post(t, "b's NATS is back")
 
+	// The directory is settled before region a goes down: every change,
+	// the one made during the cut included, is in the streams, and b's
+	// projection has it (its consumer may still be catching up after
+	// step 4). The test asks b's replica directly: the client alone would
+	// not show what the projection holds, as it also hears the changes
+	// the relay tries to publish, over core NATS.
+	control, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer control.Close()
+	pending := func() int {
+		var n int
+		if err := control.QueryRow(`SELECT count(*) FROM tenantdir_changes WHERE published_at IS NULL`).Scan(&n); err != nil {
+			t.Fatalf("count pending changes: %v", err)
+		}
+		return n
+	}
+	replicaB := rn.natsConn(fmt.Sprintf("nats://%s:4301", rn.nodeIP["b"]))
+	askReplicaB := func(ws string) (lookupRecord, bool) {
+		msg, err := replicaB.Request(natsbus.DefaultSubjectPrefix+"tenantdir.lookup.api.b", []byte(ws), 2*time.Second)
+		if err != nil {
+			return lookupRecord{}, false
+		}
+		var rep struct {
+			Record *lookupRecord `json:"record"`
+		}
+		if json.Unmarshal(msg.Data, &rep) != nil || rep.Record == nil {
+			return lookupRecord{}, false
+		}
+		return *rep.Record, true
+	}
+	waitUntil(t, 30*time.Second, "every catalogue change to be published and in b's replica", func() bool {
+		rec, ok := askReplicaB(ws["b"])
+		return pending() == 0 && ok && rec.Limits["members"] == 77
+	})
+
+	// 5. Region a goes down, as in a region's outage: its two NATS
+	// servers and its node die (SIGKILL). b1 is left alone of JetStream's
+	// three servers: no majority, so no directory stream stores anything.
+	// b's node goes on: its replica answers lookups of both regions'
+	// workspaces from what its projection holds (region a's replica no
+	// longer exists: no stale serve), and chat in b runs on b's NATS.
+	nodes["a"].cmd.Process.Kill()
+	<-nodes["a"].exited
+	servers["a1"].kill()
+	servers["a2"].kill()
+	aDown := time.Now()
+	stale = metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", "")
+	fromB := metric(t, nodes["b"], "parley_tenantdir_replica_requests_total", `region="b",result="ok"`)
+	fromA = metric(t, nodes["b"], "parley_tenantdir_replica_requests_total", `region="a",result="ok"`)
+	for _, region := range []string{"a", "b"} {
+		// Cold first: an entry still marked stale by step 4 (retried in
+		// the background every second) is replaced by the replica's answer.
+		rec, code, d := adminLookup(t, nodes["b"], ws[region], true)
+		if code != http.StatusOK || rec.Region != region {
+			t.Fatalf("cold lookup on b with region a down: %d %+v", code, rec)
+		}
+		figures["cold, region a down"] = append(figures["cold, region a down"], d)
+		if rec, code, _ := adminLookup(t, nodes["b"], ws[region], false); code != http.StatusOK || rec.Region != region {
+			t.Fatalf("cached lookup on b with region a down: %d %+v", code, rec)
+		}
+	}
+	for range 28 {
+		rec, code, d := adminLookup(t, nodes["b"], ws["a"], true)
+		if code != http.StatusOK || rec.Region != "a" {
+			t.Fatalf("cold lookup on b with region a down: %d %+v", code, rec)
+		}
+		figures["cold, region a down"] = append(figures["cold, region a down"], d)
+	}
+	if got := metric(t, nodes["b"], "parley_tenantdir_replica_requests_total", `region="b",result="ok"`); got < fromB+30 {
+		t.Fatalf("b's replica answered %v of 30 cold lookups with region a down, want all", got-fromB)
+	}
+	if got := metric(t, nodes["b"], "parley_tenantdir_replica_requests_total", `region="a",result="ok"`); got != fromA {
+		t.Fatalf("region a's replica answered %v lookups while region a was down", got-fromA)
+	}
+	if got := metric(t, nodes["b"], "parley_tenantdir_stale_serves_total", ""); got != stale {
+		t.Fatalf("stale serves went from %v to %v while b's replica answered", stale, got)
+	}
+	chats["b"].post(t, "region a is down")
+
+	// A catalogue change during the outage (the control database is still
+	// in reach) is kept, not lost: b's relay cannot get it into a stream
+	// (no majority), so it stays pending in the change log, and b's
+	// projection does not have it. b's client hears it all the same: b1
+	// hands the relay's publish to its subscribers though no stream
+	// stores it, so a cached entry takes it at once. The relay's attempt
+	// fails after JetStream's 5 s publish timeout (counted, checked once
+	// a's servers are back: the test does not wait it out).
+	relayErrs := metric(t, nodes["b"], "parley_tenantdir_relay_errors_total", "")
+	cli("workspaces", "set", ws["b"], "--limit", "members=88")
+	waitUntil(t, 10*time.Second, "b's client to hear the change from b's relay", func() bool {
+		rec, code, _ := adminLookup(t, nodes["b"], ws["b"], false)
+		return code == http.StatusOK && rec.Limits["members"] == 88
+	})
+	if n := pending(); n != 1 {
+		t.Fatalf("%d changes pending with region a down, want 1 (the limit set)", n)
+	}
+	if rec, ok := askReplicaB(ws["b"]); !ok || rec.Limits["members"] != 77 {
+		t.Fatalf("b's replica with region a down: %v %+v, want the record before the change (members=77)", ok, rec)
+	}
+
+	// Region a's servers back (same JetStream directories): the streams
+	// regain their majority, b's relay publishes the pending change, and
+	// b's projection (its replica) and client have it.
+	servers["a1"].start(t)
+	servers["a2"].start(t)
+	aBack := time.Now()
+	waitUntil(t, 60*time.Second, "the change made while region a was down to reach b's replica", func() bool {
+		rec, ok := askReplicaB(ws["b"])
+		return ok && rec.Limits["members"] == 88
+	})
+	aRecovered := time.Since(aBack)
+	// Marked published once every audience's stream has it (the edge
+	// stream's after the api one's, which b's replica reads).
+	waitUntil(t, 30*time.Second, "the change made while region a was down to be marked published", func() bool { return pending() == 0 })
+	aPublished := time.Since(aBack)
+	// The relay's pass during the outage failed and was counted.
+	relayFailed := metric(t, nodes["b"], "parley_tenantdir_relay_errors_total", "") - relayErrs
+	if relayFailed < 1 {
+		t.Fatalf("relay errors went up by %v with the change pending while a was down, want at least 1", relayFailed)
+	}
+	if rec, code, _ := adminLookup(t, nodes["b"], ws["b"], true); code != http.StatusOK || rec.Limits["members"] != 88 {
+		t.Fatalf("cold lookup on b after region a's servers are back: %d %+v, want members=88", code, rec)
+	}
+	chats["b"].post(t, "region a's servers are back")
+
 	t.Logf("region figures (%v each way between regions; lookup time from the node's Server-Timing):", delay)
-	for _, k := range []string{"cached", "cold, own region", "cold, from the other region"} {
+	for _, k := range []string{"cached", "cold, own region", "cold, from the other region", "cold, region a down"} {
 		p50, p99 := quantiles(figures[k])
 		t.Logf("  lookup %-28s n=%-4d p50 %-10v p99 %v", k+":", len(figures[k]), p50, p99)
 	}
@@ -246,9 +382,11 @@ func TestRegions(t *testing.T) {
 		healed.Sub(partitioned).Round(time.Millisecond), recovered.Round(time.Millisecond))
 	t.Logf("  b's NATS down for %v (a post on b took %v to answer 201); after its restart, node b's lookups were fresh again within %v",
 		restarted.Sub(killed).Round(time.Millisecond), postTook.Round(time.Millisecond), natsRecovered.Round(time.Millisecond))
-	for _, region := range []string{"a", "b"} {
-		nodes[region].stopQuietly(t)
-	}
+	t.Logf("  region a (a1, a2, node a) down for %v; after a1 and a2 restarted, the change made meanwhile reached b's replica within %v",
+		aBack.Sub(aDown).Round(time.Millisecond), aRecovered.Round(time.Millisecond))
+	t.Logf("  (and was marked published, in every stream, within %v; %v of b's relay passes failed)",
+		aPublished.Round(time.Millisecond), relayFailed)
+	nodes["b"].stopQuietly(t)
 }
 
 // regionChat is one user chatting on a region's node.
