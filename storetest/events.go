@@ -149,7 +149,10 @@ func testListEvents(t *testing.T, open Opener) {
 	for _, limit := range []int{1, 3, int(last), 0} {
 		evs := evAll(t, e.s, e.carol, e.ch.ID, 0, parley.ClampLimit(limit))
 		evCheck(t, evs, e.ch, 1, last)
-		pub := e.rec.OfChannel(e.ch.ID)
+		pub := e.rec.LogOf(e.ch.ID)
+		if len(pub) != len(evs) {
+			t.Fatalf("%d events in the log, %d seqs published", len(evs), len(pub))
+		}
 		for i, ev := range evs {
 			if pub[i].Type != ev.Type || !bytes.Equal(pub[i].Data, ev.Data) || !pub[i].CreatedAt.Truncate(time.Microsecond).Equal(ev.CreatedAt) {
 				t.Fatalf("log entry %d = %s %s, published %s %s", ev.Seq, ev.Type, ev.Data, pub[i].Type, pub[i].Data)

@@ -5,7 +5,9 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -72,6 +74,25 @@ func (r *Recorder) OfChannel(channelID string) []parley.Event {
 			out = append(out, e)
 		}
 	}
+	return out
+}
+
+// LogOf returns a channel's published events as its log: in seq order,
+// each seq once. The outbox publishes at least once (its relay publishes
+// again what was not acknowledged within the grace period, which a loaded
+// machine can pass), so a seq may have been published more than once.
+func (r *Recorder) LogOf(channelID string) []parley.Event {
+	bySeq := map[int64]parley.Event{}
+	for _, e := range r.OfChannel(channelID) {
+		if _, ok := bySeq[e.Seq]; !ok {
+			bySeq[e.Seq] = e
+		}
+	}
+	out := make([]parley.Event, 0, len(bySeq))
+	for _, e := range bySeq {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b parley.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out
 }
 
