@@ -20,6 +20,7 @@
 package natsbus
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -368,6 +369,12 @@ func (b *Bus) Embedded() bool { return b.srv != nil }
 // Flush waits until the server has processed everything published so far
 // (tests, and shutdown of tools that publish then exit).
 func (b *Bus) Flush() error { return b.nc.Flush() }
+
+// FlushContext is Flush bounded by ctx (which must have a deadline or be
+// cancelled; the NATS client refuses one that has neither): the store's
+// outbox relay waits with row locks held and must not wait long on a down
+// bus.
+func (b *Bus) FlushContext(ctx context.Context) error { return b.nc.FlushWithContext(ctx) }
 
 // Close drains the connection (pending subscriptions are delivered and
 // published messages flushed), then shuts the embedded server down.

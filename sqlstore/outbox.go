@@ -101,6 +101,18 @@ type flusher interface {
 	Flush() error
 }
 
+// contextFlusher is a flusher whose wait a context bounds (natsbus.Bus).
+type contextFlusher interface {
+	FlushContext(ctx context.Context) error
+}
+
+// relayFlushTimeout bounds the relay's wait for the bus to take what it
+// republished. The relay waits holding its claimed outbox rows' locks, and
+// a post into one of those channels upserts the same row: with the bus
+// down, an unbounded flush (the NATS client's own bound is 10 s) made such
+// a post wait that long although it needs nothing of the bus.
+const relayFlushTimeout = time.Second
+
 // outboxRow is one channel's pending range.
 type outboxRow struct {
 	workspaceID, channelID string
@@ -156,7 +168,7 @@ func writeOutbox(ctx context.Context, q querier, now time.Time, events []parley.
 type outbox struct {
 	s     *Store
 	cfg   RelayConfig
-	flush func() error // nil: the publisher cannot flush; publishing is taken as done
+	flush func(context.Context) error // nil: the publisher cannot flush; publishing is taken as done
 
 	mu      sync.Mutex
 	pending map[string]outboxAck // channel → highest seq published, not yet acknowledged; guarded by mu
@@ -177,8 +189,10 @@ type outboxAck struct {
 
 func newOutbox(s *Store, cfg RelayConfig) *outbox {
 	o := &outbox{s: s, cfg: cfg.withDefaults(), pending: map[string]outboxAck{}, quit: make(chan struct{})}
-	if f, ok := s.pub.(flusher); ok {
-		o.flush = f.Flush
+	if f, ok := s.pub.(contextFlusher); ok {
+		o.flush = f.FlushContext
+	} else if f, ok := s.pub.(flusher); ok {
+		o.flush = func(context.Context) error { return f.Flush() }
 	}
 	return o
 }
@@ -312,7 +326,11 @@ func (o *outbox) ackPending() {
 		o.mu.Unlock()
 	}
 	if o.flush != nil {
-		if err := o.flush(); err != nil {
+		// No locks are held here: the NATS client's own bound will do.
+		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := o.flush(fctx)
+		cancel()
+		if err != nil {
 			o.s.log.Warn("outbox: bus flush failed; acknowledgements wait", "channels", len(acks), "err", err)
 			requeue()
 			return
@@ -590,7 +608,10 @@ func (o *outbox) republish(ctx context.Context, q querier, rows []outboxRow) (in
 		o.s.pub.Publish(all)
 	}
 	if o.flush != nil {
-		if err := o.flush(); err != nil {
+		fctx, cancel := context.WithTimeout(ctx, relayFlushTimeout)
+		err := o.flush(fctx)
+		cancel()
+		if err != nil {
 			return 0, fmt.Errorf("relay: flush: %w", err)
 		}
 	}

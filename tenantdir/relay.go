@@ -20,15 +20,25 @@ import (
 // node).
 const DefaultRelayInterval = 250 * time.Millisecond
 
+// DefaultRelayPublishTimeout bounds one publish of one change to one
+// stream. JetStream's own default (5 s) made every failed attempt while
+// a stream elects a leader or waits for its server cost 5 s, so pending
+// changes reached the streams only in steps of 5 s once the bus was back.
+const DefaultRelayPublishTimeout = time.Second
+
 // RelayConfig configures a Relay.
 type RelayConfig struct {
 	Catalogue *Catalogue
 	NATS      NATS
 	// Interval between looks at the change log (default
 	// DefaultRelayInterval); a Kick looks at once.
-	Interval   time.Duration
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
+	Interval time.Duration
+	// PublishTimeout bounds each publish (default
+	// DefaultRelayPublishTimeout): a stream that does not acknowledge
+	// within it leaves the change pending for the next pass.
+	PublishTimeout time.Duration
+	Logger         *slog.Logger
+	Registerer     prometheus.Registerer
 }
 
 // Relay publishes the catalogue's change log to the audiences' streams
@@ -43,6 +53,7 @@ type Relay struct {
 	n        NATS
 	js       jetstream.JetStream
 	interval time.Duration
+	timeout  time.Duration
 	log      *slog.Logger
 	kick     chan struct{}
 
@@ -63,10 +74,13 @@ func NewRelay(ctx context.Context, cfg RelayConfig) (*Relay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tenantdir: jetstream: %w", err)
 	}
-	r := &Relay{cat: cfg.Catalogue, n: n, js: js, interval: cfg.Interval, log: cfg.Logger,
-		kick: make(chan struct{}, 1)}
+	r := &Relay{cat: cfg.Catalogue, n: n, js: js, interval: cfg.Interval, timeout: cfg.PublishTimeout,
+		log: cfg.Logger, kick: make(chan struct{}, 1)}
 	if r.interval <= 0 {
 		r.interval = DefaultRelayInterval
+	}
+	if r.timeout <= 0 {
+		r.timeout = DefaultRelayPublishTimeout
 	}
 	if r.log == nil {
 		r.log = slog.Default()
@@ -163,8 +177,11 @@ func (r *Relay) publish(ctx context.Context, ch Change) error {
 		if err != nil {
 			return fmt.Errorf("change %d: %w", ch.Seq, err)
 		}
-		if _, err := r.js.Publish(ctx, r.n.changeSubject(aud, ch.Kind, key), data,
-			jetstream.WithMsgID(strconv.FormatInt(ch.Seq, 10))); err != nil {
+		pctx, cancel := context.WithTimeout(ctx, r.timeout)
+		_, err = r.js.Publish(pctx, r.n.changeSubject(aud, ch.Kind, key), data,
+			jetstream.WithMsgID(strconv.FormatInt(ch.Seq, 10)))
+		cancel()
+		if err != nil {
 			return fmt.Errorf("publish change %d to %s: %w", ch.Seq, r.n.StreamName(aud), err)
 		}
 	}

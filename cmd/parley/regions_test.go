@@ -333,7 +333,7 @@ func TestRegions(t *testing.T) {
 	// projection does not have it. b's client hears it all the same: b1
 	// hands the relay's publish to its subscribers though no stream
 	// stores it, so a cached entry takes it at once. The relay's attempt
-	// fails after JetStream's 5 s publish timeout (counted, checked once
+	// fails after the relay's 1 s publish timeout (counted, checked once
 	// a's servers are back: the test does not wait it out).
 	relayErrs := metric(t, nodes["b"], "parley_tenantdir_relay_errors_total", "")
 	cli("workspaces", "set", ws["b"], "--limit", "members=88")
