@@ -130,32 +130,13 @@ func (r *Router) countBotSync(op string, err error) {
 // syncLater retries fn (a copy to the control database that failed) with
 // backoff, 1 s doubling for about ten minutes, until it succeeds.
 func (r *Router) syncLater(key string, fn func(context.Context) error) {
-	if _, busy := r.syncing.LoadOrStore(key, struct{}{}); busy {
-		return
-	}
-	go func() {
-		defer r.syncing.Delete(key)
-		defer func() {
-			if v := recover(); v != nil {
-				r.log.Error("control database sync panicked", "key", key, "panic", v)
-			}
-		}()
-		for delay := time.Second; delay <= 5*time.Minute; delay *= 2 {
-			select {
-			case <-time.After(delay):
-			case <-r.done:
-				return
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := fn(ctx)
-			cancel()
-			if err == nil {
-				return
-			}
+	r.later("sync "+key, func(ctx context.Context) error {
+		err := fn(ctx)
+		if err != nil {
 			r.log.Debug("control database copy not made yet", "key", key, "err", err)
 		}
-		r.log.Error("control database copy given up", "key", key)
-	}()
+		return err
+	}, func() { r.log.Error("control database copy given up", "key", key) })
 }
 
 // Bots and tokens.

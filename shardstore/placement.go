@@ -16,10 +16,11 @@ import (
 // (Catalogue.FreeSlug), and a purged workspace's placement is removed.
 // All are retried in the background with backoff when the control
 // database (or, for the check before a removal, the shard) does not
-// answer, for about ten minutes, as user-copy repairs are.
+// answer, for about ten minutes, through later, as user-copy repairs are.
 
-// undoTimeout bounds one attempt at either.
-const undoTimeout = 10 * time.Second
+// attemptTimeout bounds one attempt of any of them, and of every retry
+// later makes.
+const attemptTimeout = 10 * time.Second
 
 // definite reports whether a failed creation certainly wrote nothing: the
 // shard was never reached, or the store refused the call inside its
@@ -46,7 +47,7 @@ func (r *Router) unplace(shard, ws string, cause error, attempted bool) {
 	r.placed.Delete(ws)
 	check := attempted && !definite(cause)
 	if !check {
-		ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
 		err := r.tryUnplace(ctx, shard, ws, false)
 		cancel()
 		if err == nil || errors.Is(err, errKept) {
@@ -122,7 +123,7 @@ func (r *Router) freeSlug(ws, slug string) {
 		r.m.slugFrees.WithLabelValues("ok").Inc()
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
 	err := try(ctx)
 	cancel()
 	if err == nil {
@@ -157,7 +158,7 @@ func (r *Router) unplacePurged(shard, ws string) {
 		r.m.purgedUnplaces.WithLabelValues(shard, "retry").Inc()
 		return fmt.Errorf("remove placement of purged workspace %s: %w", ws, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
 	err := try(ctx)
 	cancel()
 	if err == nil {
@@ -171,13 +172,20 @@ func (r *Router) unplacePurged(shard, ws string) {
 }
 
 // later retries fn in the background, 1 s, 2 s, 4 s… up to about ten
-// minutes in all, until it succeeds; then giveUp. It stops when the
-// router closes.
-func (r *Router) later(what string, fn func(context.Context) error, giveUp func()) {
+// minutes in all, each attempt bounded by attemptTimeout, until it succeeds;
+// then giveUp. It stops when the router closes. One retry runs per key:
+// a call with a key being retried already is dropped (that retry does the
+// same work). The catalogue's undos, the user copies' repairs and the
+// bots' copies to the control database all retry through it.
+func (r *Router) later(key string, fn func(context.Context) error, giveUp func()) {
+	if _, busy := r.retrying.LoadOrStore(key, struct{}{}); busy {
+		return
+	}
 	go func() {
+		defer r.retrying.Delete(key)
 		defer func() {
 			if v := recover(); v != nil {
-				r.log.Error("catalogue retry panicked", "what", what, "panic", v)
+				r.log.Error("background retry panicked", "what", key, "panic", v)
 			}
 		}()
 		for delay := time.Second; delay <= 5*time.Minute; delay *= 2 {
@@ -186,7 +194,7 @@ func (r *Router) later(what string, fn func(context.Context) error, giveUp func(
 			case <-r.done:
 				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
 			err := fn(ctx)
 			cancel()
 			if err == nil {

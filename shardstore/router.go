@@ -102,24 +102,23 @@ const negativeMax = 100_000
 
 // Router is a parley.Store over every shard of the catalogue.
 type Router struct {
-	cfg       Config
-	log       *slog.Logger
-	m         *metrics
-	def       *pool
-	ids       *otter.Cache[string, string]   // channel/message id -> workspace id (immutable)
-	unknown   *otter.Cache[string, struct{}] // ids no shard had, for NegativeTTL; nil when off
-	placed    sync.Map                       // workspace id -> shard id, placed by this node (directory lag)
-	copies    sync.Map                       // shard id + "/" + user id -> struct{}: the copy exists
-	repairing sync.Map                       // shard id + "/" + user id -> struct{}: a repair is running
-	syncing   sync.Map                       // key -> struct{}: a copy to the control database being retried (integrations.go)
-	done      chan struct{}                  // closed by Close: repairs stop
-	listGen   atomic.Int64                   // bumped when the shard list's ids or DSNs change
-	retiring  sync.WaitGroup                 // stores replaced after a DSN change, not closed yet
-	mu        sync.Mutex
-	pools     map[string]*pool // shard id -> pool; guarded by mu
-	opening   map[string]*opening
-	list      shardList
-	presence  parley.PresenceSnapshot // given to every shard's store; guarded by mu
+	cfg      Config
+	log      *slog.Logger
+	m        *metrics
+	def      *pool
+	ids      *otter.Cache[string, string]   // channel/message id -> workspace id (immutable)
+	unknown  *otter.Cache[string, struct{}] // ids no shard had, for NegativeTTL; nil when off
+	placed   sync.Map                       // workspace id -> shard id, placed by this node (directory lag)
+	copies   sync.Map                       // shard id + "/" + user id -> struct{}: the copy exists
+	retrying sync.Map                       // key -> struct{}: a retry running in the background (later)
+	done     chan struct{}                  // closed by Close: retries stop
+	listGen  atomic.Int64                   // bumped when the shard list's ids or DSNs change
+	retiring sync.WaitGroup                 // stores replaced after a DSN change, not closed yet
+	mu       sync.Mutex
+	pools    map[string]*pool // shard id -> pool; guarded by mu
+	opening  map[string]*opening
+	list     shardList
+	presence parley.PresenceSnapshot // given to every shard's store; guarded by mu
 }
 
 var _ parley.Store = (*Router)(nil)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"parley"
 	"parley/storeguard"
@@ -114,34 +113,15 @@ func (r *Router) repairLater(shardID, userID string) {
 	if userID == "" {
 		return
 	}
-	key := shardID + "/" + userID
-	if _, busy := r.repairing.LoadOrStore(key, struct{}{}); busy {
-		return
-	}
-	go func() {
-		defer r.repairing.Delete(key)
-		defer func() {
-			if v := recover(); v != nil {
-				r.log.Error("user copy repair panicked", "shard", shardID, "user", userID, "panic", v)
-			}
-		}()
-		for delay := time.Second; delay <= 5*time.Minute; delay *= 2 {
-			select {
-			case <-time.After(delay):
-			case <-r.done:
-				return
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := r.repair(ctx, shardID, userID)
-			cancel()
-			if err == nil {
-				r.m.userRepairs.WithLabelValues(shardID).Inc()
-				return
-			}
+	r.later("repair "+shardID+"/"+userID, func(ctx context.Context) error {
+		err := r.repair(ctx, shardID, userID)
+		if err != nil {
 			r.log.Debug("user copy not repaired yet", "shard", shardID, "user", userID, "err", err)
+			return err
 		}
-		r.log.Warn("user copy left stale", "shard", shardID, "user", userID)
-	}()
+		r.m.userRepairs.WithLabelValues(shardID).Inc()
+		return nil
+	}, func() { r.log.Warn("user copy left stale", "shard", shardID, "user", userID) })
 }
 
 func (r *Router) repair(ctx context.Context, shardID, userID string) error {
