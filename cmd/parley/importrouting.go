@@ -93,22 +93,9 @@ func (o *storeRouting) router(ctx context.Context, store *sqlstore.Store, sf sto
 	if err != nil {
 		return nil, none, fmt.Errorf("store routing: %w", err)
 	}
-	shards, err := cat.ListShards(ctx)
-	if err != nil {
+	if _, on, err := routingOn(ctx, cat, o.StoreRouting, o.DefaultShard); err != nil || !on {
 		cat.Close()
-		return nil, none, fmt.Errorf("store routing: %w", err)
-	}
-	if o.StoreRouting == "auto" && len(shards) < 2 {
-		cat.Close()
-		return nil, none, nil
-	}
-	found := false
-	for _, s := range shards {
-		found = found || s.ID == o.DefaultShard
-	}
-	if !found {
-		cat.Close()
-		return nil, none, fmt.Errorf("store routing: the default shard %q (--default-shard) is not in the catalogue", o.DefaultShard)
+		return nil, none, err
 	}
 	live, err := store.LoadLiveConfig(ctx)
 	if err != nil {

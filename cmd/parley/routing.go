@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"parley/shardstore"
 	"parley/sqlstore"
+	"parley/tenantdir"
 )
 
 // Store routing in `parley serve` (docs/directory.md#store-routing-item-4):
@@ -36,6 +38,24 @@ func shardStoreConfig(base sqlstore.Config, poolSize int) sqlstore.Config {
 	return base
 }
 
+// routingOn says whether store routing is on for mode (on, or auto with
+// more than one shard in the catalogue), with the number of shards, and
+// refuses a default shard the catalogue does not have. serve, import and
+// export decide it alike.
+func routingOn(ctx context.Context, cat *tenantdir.Catalogue, mode, defaultShard string) (shards int, on bool, err error) {
+	list, err := cat.Shards(ctx)
+	if err != nil {
+		return 0, false, fmt.Errorf("store routing: %w", err)
+	}
+	if mode == "auto" && len(list) < 2 {
+		return len(list), false, nil
+	}
+	if !slices.ContainsFunc(list, func(s tenantdir.Shard) bool { return s.ID == defaultShard }) {
+		return 0, false, fmt.Errorf("store routing: the default shard %q (--default-shard) is not in the catalogue", defaultShard)
+	}
+	return len(list), true, nil
+}
+
 // startRouting makes n.chat the router when routing is on.
 func (n *node) startRouting(ctx context.Context, base sqlstore.Config) error {
 	o, log := n.opts, n.log.With("component", "shardstore")
@@ -51,19 +71,9 @@ func (n *node) startRouting(ctx context.Context, base sqlstore.Config) error {
 		}
 		return nil
 	}
-	shards, err := n.dir.cat.ListShards(ctx)
-	if err != nil {
-		return fmt.Errorf("store routing: %w", err)
-	}
-	if o.StoreRouting == "auto" && len(shards) < 2 {
-		return nil
-	}
-	found := false
-	for _, s := range shards {
-		found = found || s.ID == o.DefaultShard
-	}
-	if !found {
-		return fmt.Errorf("store routing: the default shard %q (--default-shard) is not in the catalogue", o.DefaultShard)
+	shards, on, err := routingOn(ctx, n.dir.cat, o.StoreRouting, o.DefaultShard)
+	if err != nil || !on {
+		return err
 	}
 	shardCfg := shardStoreConfig(base, o.ShardPoolSize)
 	n.router, err = shardstore.New(shardstore.Config{Default: n.store, DefaultShard: o.DefaultShard,
@@ -75,6 +85,6 @@ func (n *node) startRouting(ctx context.Context, base sqlstore.Config) error {
 		return fmt.Errorf("store routing: %w", err)
 	}
 	n.chat = n.router
-	log.Info("store routing on", "shards", len(shards), "default_shard", o.DefaultShard, "shard_pool_size", o.ShardPoolSize)
+	log.Info("store routing on", "shards", shards, "default_shard", o.DefaultShard, "shard_pool_size", o.ShardPoolSize)
 	return nil
 }
