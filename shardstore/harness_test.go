@@ -320,6 +320,10 @@ type cluster struct {
 	// placements is the router's catalogue: the directory's, recording
 	// the ids it places.
 	placements *placementLog
+	// quietRelay gives the shards' outbox relays the longest grace, so
+	// that they publish nothing again while a test runs (the store
+	// contract suite counts every publish: see sqlstore's contractRelay).
+	quietRelay bool
 }
 
 // newCluster opens a router over the three shared shards, emptied, whose
@@ -356,7 +360,11 @@ func (c *cluster) open(tb testing.TB, pub parley.EventPublisher, opts ...func(*s
 	tb.Helper()
 	ctx := context.Background()
 	d := c.dir
-	live := parley.StaticConfig(parley.DefaultLiveConfig())
+	lc := parley.DefaultLiveConfig()
+	if c.quietRelay {
+		lc.RelayGraceMS = parley.MaxRelayGraceMS
+	}
+	live := parley.StaticConfig(lc)
 	// Small pools: the suite shares the PostgreSQL server (100
 	// connections) with every other package of make test.
 	base := sqlstore.Config{Publisher: pub, LiveConfig: live, ReadConns: 3, WriteConns: 6, WriteLanes: 4}
