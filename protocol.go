@@ -91,7 +91,7 @@ var CloseCodes = []CloseCode{
 	{Code: CloseDecodeError, Name: "decode_error", Fatal: true},
 	{Code: CloseNotIdentified, Name: "not_identified", Resumable: true},
 	{Code: CloseAuthFailed, Name: "auth_failed", Fatal: true,
-		Errors: []string{EUNAUTHORIZED, EFORBIDDEN, ENOTFOUND, EINVALID}},
+		Errors: []string{EUNAUTHORIZED, EFORBIDDEN, ENOTFOUND, EINVALID, EFEATUREOFF}},
 	{Code: CloseAlreadyIdentified, Name: "already_identified", Fatal: true},
 	{Code: CloseInvalidSeq, Name: "invalid_seq"},
 	{Code: CloseRateLimited, Name: "rate_limited", Resumable: true},

@@ -205,6 +205,13 @@ type Config struct {
 	// its id does not have (restarted or gone) asks the others. Nil: no
 	// linger, and only the named node is asked.
 	LiveNodes func() []string
+	// WorkspaceLimits, when set, returns a workspace's limits and feature
+	// overrides (the tenant directory's): a bot token identifies or
+	// resumes only while its workspace has integrations on, as its API
+	// calls are answered (docs/directory.md, "Limits and features"). A
+	// lookup that fails lets the bot in, as the API goes on with the
+	// global defaults. Nil: no overrides.
+	WorkspaceLimits func(ctx context.Context, workspaceID string) (parley.WorkspaceLimits, error)
 	// Now defaults to time.Now.
 	Now func() time.Time
 	// Live gives the live configuration; the gateway reads its

@@ -62,6 +62,8 @@ type handoverReply struct {
 	// holder did not know), so that the new node checks later resumes
 	// without the store.
 	ExpiresAt int64 `json:"expires_at,omitempty"`
+	// Bot: the session was identified with a bot token (bots.go).
+	Bot bool `json:"bot,omitempty"`
 }
 
 // passedOver is a channel's events past what its client was given
@@ -282,6 +284,7 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 	if rep.ExpiresAt > 0 {
 		s.expiresAt = time.UnixMicro(rep.ExpiresAt)
 	}
+	s.bot.Store(rep.Bot)
 	starts := make([]int64, len(refs))
 	if err := g.acquireAll(topics, refs, starts); err != nil {
 		return nil, err

@@ -51,6 +51,11 @@ func (c *conn) identify(f *inFrame) {
 		c.authFailed("identify", err)
 		return
 	}
+	bot := login.Scopes != nil
+	if err := g.botAllowed(ctx, bot, f.WorkspaceID); err != nil {
+		c.authFailed("identify", err)
+		return
+	}
 	refs, err := g.store.SessionChannels(ctx, login.UserID, f.WorkspaceID)
 	if err != nil {
 		c.authFailed("identify", err)
@@ -60,6 +65,7 @@ func (c *conn) identify(f *inFrame) {
 	s := g.newSession(g.cfg.NodeID+"."+randomID(10), login.UserID, f.WorkspaceID, hash)
 	s.handle = g.handleOf(ctx, f.WorkspaceID, login.UserID)
 	s.expiresAt = login.ExpiresAt
+	s.bot.Store(bot)
 	admin := ws.Role.IsAdmin()
 	topics := sessionTopics(login.UserID, f.WorkspaceID, admin)
 	starts := make([]int64, len(refs))
@@ -200,8 +206,19 @@ func (c *conn) resume(f *inFrame) {
 			c.invalidSession("unknown_session")
 			return
 		}
+		if login.Scopes != nil {
+			s.markBot() // a session handed over by a node that did not say
+		}
 	} else {
 		g.metrics.resumeTokenChecks.WithLabelValues("session").Inc()
+	}
+	if s.isBot() {
+		if err := g.botAllowed(ctx, true, s.workspaceID); err != nil {
+			// Missed the change that closed it (bots.go): it goes now.
+			g.closeBotSession(s)
+			c.authFailed("resume", err)
+			return
+		}
 	}
 	res := make(chan resumeOutcome, 1)
 	s.p.post(func() {

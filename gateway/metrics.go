@@ -17,6 +17,7 @@ type metrics struct {
 	resumes           *prometheus.CounterVec
 	resumeSources     *prometheus.CounterVec
 	resumeTokenChecks *prometheus.CounterVec
+	botCloses         prometheus.Counter
 	closes            *prometheus.CounterVec
 	handovers         *prometheus.CounterVec
 	deliveries        prometheus.Counter
@@ -59,6 +60,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		resumeTokenChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_gateway_resume_token_checks_total",
 			Help: "How resumes' tokens were checked: session (against the token hash and expiry of the session held or handed over, no store read), store (SessionByToken)."}, []string{"by"}),
+		botCloses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_gateway_bot_sessions_closed_total",
+			Help: "Bot sessions closed 4004 because their workspace turned integrations off."}),
 		closes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_gateway_closes_total", Help: "Connections closed by the gateway, by close code."}, []string{"code"}),
 		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -117,6 +121,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.resumes = promutil.Register(reg, m.resumes)
 	m.resumeSources = promutil.Register(reg, m.resumeSources)
 	m.resumeTokenChecks = promutil.Register(reg, m.resumeTokenChecks)
+	m.botCloses = promutil.Register(reg, m.botCloses)
 	m.closes = promutil.Register(reg, m.closes)
 	m.handovers = promutil.Register(reg, m.handovers)
 	m.deliveries = promutil.Register(reg, m.deliveries)

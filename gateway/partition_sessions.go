@@ -108,7 +108,7 @@ func (p *partition) handOver(s *session, req handoverRequest) handoverReply {
 			rep.Members[id] = mc.n
 		}
 	}
-	rep.Admin, rep.Handle = s.admin, s.handle
+	rep.Admin, rep.Handle, rep.Bot = s.admin, s.handle, s.isBot()
 	if !s.expiresAt.IsZero() {
 		rep.ExpiresAt = s.expiresAt.UnixMicro()
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,7 +23,10 @@ type session struct {
 	// unknown, e.g. handed over by an older node). A resume checks the
 	// token against tokenHash and this without the store (identify.go).
 	expiresAt time.Time
-	p         *partition
+	// bot: identified with a bot token (bots.go). Atomic: a resume that
+	// learns it from the store marks a session already shared.
+	bot atomic.Bool
+	p   *partition
 
 	watchMu      sync.Mutex        // orders changes of the presence watch (conn.go)
 	mu           sync.Mutex        // guards the fields up to the blank line

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/maypok86/otter/v2"
@@ -82,6 +83,21 @@ type Client struct {
 	// onHeard, when set (tests, benchmarks), is called with every change
 	// heard and its lag since the commit.
 	onHeard func(rec Record, lag time.Duration)
+	// onChange is OnChange's function (nil: none).
+	onChange atomic.Pointer[func(Record)]
+}
+
+// OnChange has fn called with every workspace change the client hears on
+// the bus, after its cache has it: a node acts on a change of a workspace
+// it serves (the gateway closes the bots of a workspace that turned
+// integrations off). fn runs on the subscription's goroutine: it must not
+// block. A panic in it is logged, as one applying the change is.
+func (c *Client) OnChange(fn func(Record)) {
+	if fn == nil {
+		c.onChange.Store(nil)
+		return
+	}
+	c.onChange.Store(&fn)
 }
 
 // entry is a cached record; stale marks a last-known-good record served
@@ -363,6 +379,11 @@ func (c *Client) heard(m *nats.Msg) {
 	if changed {
 		c.m.invalidations.Inc()
 	}
+	defer func() {
+		if fn := c.onChange.Load(); fn != nil {
+			(*fn)(rec)
+		}
+	}()
 	if old, ok := c.lkg.Load(rec.WorkspaceID); ok && old.(Record).Version < rec.Version {
 		if rec.Removed {
 			c.lkg.Delete(rec.WorkspaceID)

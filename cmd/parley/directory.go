@@ -206,6 +206,15 @@ func (d *nodeDirectory) workspaceLimits() httpapi.WorkspaceLimitsFunc {
 	}
 }
 
+// onChange has fn called with every workspace change the node's client
+// hears (tenantdir.Client.OnChange); nothing without a directory.
+func (d *nodeDirectory) onChange(fn func(tenantdir.Record)) {
+	if d == nil || d.client == nil {
+		return
+	}
+	d.client.OnChange(fn)
+}
+
 // close closes what startDirectory opened, in reverse.
 func (d *nodeDirectory) close() {
 	if d == nil {

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"time"
 
+	"parley"
 	"parley/gateway"
 	"parley/presence"
+	"parley/tenantdir"
 )
 
 // gatewayPath is where the WebSocket gateway is served on the API listener.
@@ -50,10 +52,18 @@ func (n *node) openGateway() error {
 		FillConcurrency:         n.opts.FillConcurrency,
 		DrainHandover:           drainHandover(n.opts.DrainHandover),
 		LiveNodes:               n.liveNodes,
+		WorkspaceLimits:         n.dir.workspaceLimits(),
 	})
 	if err != nil {
 		return fmt.Errorf("start gateway: %w", err)
 	}
+	n.dir.onChange(func(rec tenantdir.Record) {
+		// A workspace that turned integrations off: its bots' sessions on
+		// this node close, as their API calls are refused.
+		if !rec.Removed && !(parley.WorkspaceLimits{Features: rec.Features}).Enabled(parley.FeatureIntegrations) {
+			n.gateway.CloseBots(rec.WorkspaceID)
+		}
+	})
 	return nil
 }
 

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os/exec"
@@ -10,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"parley"
+	pclient "parley/client"
 )
 
 // TestWorkspaceLimits drives a workspace's directory overrides end to end
@@ -139,11 +144,47 @@ func TestWorkspaceLimits(t *testing.T) {
 		code, _ := call("POST", "/invites/"+inv.Code+"/accept", carol, nil)
 		return code == http.StatusOK
 	})
+	var made struct {
+		User struct {
+			ID string `json:"id"`
+		} `json:"user"`
+	}
 	waitUntil(t, time.Second, "integrations to come back on", func() bool {
-		code, _ := call("POST", "/workspaces/"+w.ID+"/bots", owner, bot)
-		return code == http.StatusCreated
+		code, raw := call("POST", "/workspaces/"+w.ID+"/bots", owner, bot)
+		return code == http.StatusCreated && json.Unmarshal(raw, &made) == nil
 	})
 	t.Logf("overrides applied %v after `parley workspaces set`", time.Since(start))
+
+	// The bot's gateway session follows the feature: turned off, the
+	// node closes it 4004 when its directory client hears the change, and
+	// a new identify is refused 4004 (which the client does not retry).
+	var tok struct {
+		Token string `json:"token"`
+	}
+	want("POST", "/workspaces/"+w.ID+"/bots/"+made.User.ID+"/tokens", owner,
+		map[string]any{"label": "gw", "scopes": []string{"channels:read"}}, http.StatusCreated, &tok)
+	botClient := pclient.New(strings.TrimSuffix(p.url, "/"))
+	botClient.SetToken(tok.Token)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := botClient.Connect(ctx, w.ID, pclient.ConnectOptions{Handler: func(pclient.Event) {}})
+	if err != nil {
+		t.Fatalf("bot connects with integrations on: %v", err)
+	}
+	defer conn.Close()
+	must("workspaces", "set", w.ID, "--feature", "integrations=false")
+	select {
+	case <-conn.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the bot's session stayed open after integrations were turned off")
+	}
+	var ce *pclient.CloseError
+	if err := conn.Err(); !errors.As(err, &ce) || ce.Code != parley.CloseAuthFailed {
+		t.Fatalf("bot session ended with %v, want close 4004", err)
+	}
+	if _, err := botClient.Connect(ctx, w.ID, pclient.ConnectOptions{Handler: func(pclient.Event) {}}); !errors.As(err, &ce) || ce.Code != parley.CloseAuthFailed {
+		t.Fatalf("bot identify with integrations off: %v, want close 4004", err)
+	}
 
 	// Unknown keys and bad values are refused by the CLI with the keys it knows.
 	for _, bad := range [][]string{{"--limit", "seats=5"}, {"--limit", "members=0"}, {"--feature", "huddles=false"}} {

@@ -1,0 +1,64 @@
+package gateway
+
+import (
+	"context"
+
+	"parley"
+)
+
+// Bots and their workspace's integrations feature. A workspace whose
+// tenant directory entry turns integrations off (parley workspaces set …
+// --feature integrations=false) refuses its bots' API calls with 403
+// feature_disabled; here their gateway sessions follow:
+//
+//   - identify and resume with a bot token answer 4004 (auth_failed, which
+//     clients do not retry) while the feature is off;
+//   - CloseBots, called by the node when its directory client hears the
+//     change, closes the bots' sessions of that workspace on this node,
+//     attached or waiting for a resume, with 4004.
+
+// botAllowed returns EFEATUREOFF when bot is set and ws has integrations
+// off. A lookup that fails lets the bot in: the API, too, goes on with the
+// global defaults when the directory does not answer.
+func (g *Gateway) botAllowed(ctx context.Context, bot bool, ws string) error {
+	if !bot || g.cfg.WorkspaceLimits == nil {
+		return nil
+	}
+	wl, err := g.cfg.WorkspaceLimits(ctx, ws)
+	if err != nil {
+		if parley.ErrorCode(err) != parley.ENOTFOUND {
+			g.log.Warn("gateway: workspace limits lookup failed; a bot session goes on", "workspace_id", ws, "err", err)
+		}
+		return nil
+	}
+	return wl.CheckFeature(parley.FeatureIntegrations)
+}
+
+// CloseBots closes every bot session of workspaceID on this node with
+// 4004: the workspace turned integrations off. It does not wait for the
+// partitions.
+func (g *Gateway) CloseBots(workspaceID string) {
+	for _, p := range g.parts {
+		p.postAsync(func() {
+			for s := range p.sessions {
+				if s.workspaceID == workspaceID && s.isBot() {
+					p.kill(s, parley.CloseAuthFailed, "integrations turned off")
+					g.metrics.botCloses.Inc()
+				}
+			}
+		})
+	}
+}
+
+// closeBotSession closes one bot session whose resume was refused.
+func (g *Gateway) closeBotSession(s *session) {
+	s.p.postAsync(func() {
+		if !s.removed {
+			s.p.kill(s, parley.CloseAuthFailed, "integrations turned off")
+			g.metrics.botCloses.Inc()
+		}
+	})
+}
+
+func (s *session) isBot() bool { return s.bot.Load() }
+func (s *session) markBot()    { s.bot.Store(true) }
