@@ -361,6 +361,9 @@ func (c *Client) heard(m *nats.Msg) {
 			c.onHeard(rec, lag)
 		}
 	}
+	if heard, ok := c.latest.GetIfPresent(rec.WorkspaceID); ok && heard.Version > rec.Version {
+		return // a newer change was heard and applied already
+	}
 	c.latest.Set(rec.WorkspaceID, rec)
 	changed := false
 	c.cache.ComputeIfPresent(rec.WorkspaceID, func(old *entry) (*entry, otter.ComputeOp) {
