@@ -2,6 +2,7 @@ package tenantdir
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -344,4 +345,60 @@ func TestClientForgetsUnplaced(t *testing.T) {
 		_, err := c2.Lookup(context.Background(), "w")
 		return parley.ErrorCode(err) == parley.ENOTFOUND
 	})
+}
+
+// TestClientOnChange: OnChange hears each change of a workspace once the
+// cache has it (an override turned off here), and a change older than one
+// heard already (a late duplicate on the bus) is neither applied again
+// nor passed on.
+func TestClientOnChange(t *testing.T) {
+	d := newDir(t, "eu")
+	d.place(t, "w", "eu")
+	c, _ := d.client(t, ClientConfig{Regions: []string{"eu"}})
+	first := lookupEventually(t, c, "w")
+	heard := make(chan Record, 16)
+	c.OnChange(func(r Record) { heard <- r })
+
+	off, err := d.cat.SetOverrides(context.Background(), "w", nil, map[string]bool{"integrations": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-heard:
+		if r.WorkspaceID != "w" || r.Version != off.Version || r.Features["integrations"] {
+			t.Fatalf("OnChange got %+v, want version %d with integrations off", r, off.Version)
+		}
+		if got, err := c.Lookup(context.Background(), "w"); err != nil || got.Version != off.Version {
+			t.Fatalf("after OnChange, Lookup = %+v %v: the cache should have the change", got, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnChange heard nothing")
+	}
+
+	// The placement's change again, late: older than what was heard.
+	stale, err := json.Marshal(Change{Seq: first.Version, Kind: KindWorkspace, Workspace: &first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.n.Conn.Publish(d.n.changeSubject(AudienceAPI, KindWorkspace, "w"), stale); err != nil {
+		t.Fatal(err)
+	}
+	// A newer change after it: when it is heard, the stale one (published
+	// before it on the same connection) was heard too.
+	on, err := d.cat.SetOverrides(context.Background(), "w", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-heard:
+		if r.Version != on.Version {
+			t.Fatalf("OnChange got version %d, want only the newer %d", r.Version, on.Version)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnChange did not hear the newer change")
+	}
+	if got, err := c.Lookup(context.Background(), "w"); err != nil || got.Version != on.Version {
+		t.Fatalf("Lookup = %+v %v, want version %d", got, err, on.Version)
+	}
+	c.OnChange(nil)
 }
