@@ -136,3 +136,32 @@ func TestBotSessionsFollowIntegrations(t *testing.T) {
 		t.Fatalf("identify with integrations back on = %+v", f)
 	}
 }
+
+// TestBotFlagSurvivesHandover: a bot's session handed over to another node
+// (a resume there, its token checked against the session handed over) is
+// still a bot's: that node closes it when the workspace turns integrations
+// off.
+func TestBotFlagSurvivesHandover(t *testing.T) {
+	sw := &integrationsSwitch{}
+	e := newEnv(t, func(c *Config) { c.WorkspaceLimits = sw.lookup })
+	n2 := e.nodeWith("n2", func(c *Config) { c.WorkspaceLimits = sw.lookup })
+	owner := e.user("owner")
+	ws := e.workspace(owner)
+	bot := e.botOf(owner, ws, "ci-bot")
+	c, ready := e.identify(bot, ws)
+	c.drop()
+	e.waitDetached(ready.SessionID)
+
+	c2 := n2.connect()
+	c2.send(map[string]any{"op": "resume", "token": bot.token, "session_id": ready.SessionID, "seq": 0})
+	c2.nextOp("resumed")
+	if got := resumeSources(t, n2.reg)["handover"]; got != 1 {
+		t.Fatalf("handover resumes %v, want 1", got)
+	}
+
+	sw.set(ws.ID, true)
+	n2.gw.CloseBots(ws.ID)
+	if code := c2.closeCode(); code != parley.CloseAuthFailed {
+		t.Fatalf("handed-over bot session closed %d, want 4004", code)
+	}
+}
