@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"time"
 
 	"parley"
 )
@@ -37,7 +38,23 @@ func (g *Gateway) botAllowed(ctx context.Context, bot bool, ws string) error {
 // CloseBots closes every bot session of workspaceID on this node with
 // 4004: the workspace turned integrations off. It does not wait for the
 // partitions.
+//
+// A bot identified or handed over meanwhile may have passed its check
+// before the change and reach its partition after CloseBots's pass: each
+// call takes a generation and marks the workspace with it, every bot
+// session notes the generation its check began in (session.botGen), and a
+// partition placing a bot session of a workspace marked since then closes
+// it (partition.place). A mark older than botsOffKeep is dropped: no check
+// takes that long.
 func (g *Gateway) CloseBots(workspaceID string) {
+	now := g.now()
+	g.botsOff.Store(workspaceID, botsOffMark{gen: g.botGen.Add(1), at: now})
+	g.botsOff.Range(func(k, v any) bool {
+		if now.Sub(v.(botsOffMark).at) > botsOffKeep {
+			g.botsOff.CompareAndDelete(k, v)
+		}
+		return true
+	})
 	for _, p := range g.parts {
 		p.postAsync(func() {
 			for s := range p.sessions {
@@ -48,6 +65,21 @@ func (g *Gateway) CloseBots(workspaceID string) {
 			}
 		})
 	}
+}
+
+// botsOffKeep is how long CloseBots's mark of a workspace is kept.
+const botsOffKeep = 10 * time.Minute
+
+// botsOffMark is a workspace's latest CloseBots: its generation and time.
+type botsOffMark struct {
+	gen uint64
+	at  time.Time
+}
+
+// botsClosedSince reports whether CloseBots ran for ws after generation gen.
+func (g *Gateway) botsClosedSince(ws string, gen uint64) bool {
+	v, ok := g.botsOff.Load(ws)
+	return ok && v.(botsOffMark).gen > gen
 }
 
 // closeBotSession closes one bot session whose resume was refused.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"parley"
@@ -163,5 +164,36 @@ func TestBotFlagSurvivesHandover(t *testing.T) {
 	n2.gw.CloseBots(ws.ID)
 	if code := c2.closeCode(); code != parley.CloseAuthFailed {
 		t.Fatalf("handed-over bot session closed %d, want 4004", code)
+	}
+}
+
+// TestBotIdentifyRacingCloseBots: the workspace turns integrations off
+// just after a bot's identify passed its check, before the session reached
+// its partition: CloseBots's pass cannot see it, so the partition closes
+// it as it places it.
+func TestBotIdentifyRacingCloseBots(t *testing.T) {
+	var e *env
+	var racing atomic.Bool
+	e = newEnv(t, func(c *Config) {
+		c.WorkspaceLimits = func(ctx context.Context, id string) (parley.WorkspaceLimits, error) {
+			if racing.Load() {
+				e.gw.CloseBots(id) // the change lands right after this answer
+			}
+			return parley.WorkspaceLimits{}, nil
+		}
+	})
+	owner := e.user("owner")
+	ws := e.workspace(owner)
+	bot := e.botOf(owner, ws, "ci-bot")
+	racing.Store(true)
+	c := e.connect()
+	c.send(map[string]any{"op": "identify", "token": bot.token, "workspace_id": ws.ID})
+	if code := c.closeCode(); code != parley.CloseAuthFailed {
+		t.Fatalf("bot identified across CloseBots closed %d, want 4004", code)
+	}
+	waitUntil(t, "the session removed", func() bool { return e.gw.registry.len() == 0 })
+	// A person is not affected.
+	if _, f := e.identify(owner, ws); f.Op != "ready" {
+		t.Fatalf("person's identify = %+v", f)
 	}
 }

@@ -40,7 +40,9 @@ type Gateway struct {
 	viewStats     *viewMetrics
 	stopHot       func() // ends the watch of hot marks
 	stopHandover  func() error
-	moved         movedNotes // where handed-over sessions went
+	moved         movedNotes    // where handed-over sessions went
+	botGen        atomic.Uint64 // CloseBots calls so far (bots.go)
+	botsOff       sync.Map      // workspace id → botsOffMark: its latest CloseBots
 	sweepEvery    time.Duration
 
 	// deliverHook, when set (tests), runs before each delivery of an event

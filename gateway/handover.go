@@ -285,6 +285,7 @@ func (g *Gateway) adopt(sessionID, tokenHash string, seq uint64, rep *handoverRe
 		s.expiresAt = time.UnixMicro(rep.ExpiresAt)
 	}
 	s.bot.Store(rep.Bot)
+	s.botGen = g.botGen.Load() // the resume checks the bot after this (identify.go)
 	starts := make([]int64, len(refs))
 	if err := g.acquireAll(topics, refs, starts); err != nil {
 		return nil, err

@@ -52,6 +52,7 @@ func (c *conn) identify(f *inFrame) {
 		return
 	}
 	bot := login.Scopes != nil
+	botGen := g.botGen.Load() // before the check: see bots.go
 	if err := g.botAllowed(ctx, bot, f.WorkspaceID); err != nil {
 		c.authFailed("identify", err)
 		return
@@ -66,6 +67,7 @@ func (c *conn) identify(f *inFrame) {
 	s.handle = g.handleOf(ctx, f.WorkspaceID, login.UserID)
 	s.expiresAt = login.ExpiresAt
 	s.bot.Store(bot)
+	s.botGen = botGen
 	admin := ws.Role.IsAdmin()
 	topics := sessionTopics(login.UserID, f.WorkspaceID, admin)
 	starts := make([]int64, len(refs))

@@ -36,9 +36,10 @@ type partitionEnv struct {
 	forget             func(*session) // take a removed session out of the registry
 	presenceConnect    func(*session)
 	presenceDisconnect func(*session)
-	fills              *fillPool               // catch-up reads (fills.go)
-	knownUsers         func(*session) []string // for a handover (jit.go)
-	refreshPresence    func(*session)          // send the presence dropped meanwhile (conn.go)
+	fills              *fillPool                        // catch-up reads (fills.go)
+	knownUsers         func(*session) []string          // for a handover (jit.go)
+	refreshPresence    func(*session)                   // send the presence dropped meanwhile (conn.go)
+	botsClosedSince    func(ws string, gen uint64) bool // bots.go
 	logPanic           func(where string, v any, attrs ...any)
 	live               parley.LiveConfigSource // compression settings (deflate.go)
 	deflate            *deflateMetrics
@@ -70,6 +71,7 @@ func (g *Gateway) partitionEnv() *partitionEnv {
 		fills:              newFillPool(g.cfg.FillConcurrency, g),
 		knownUsers:         g.knownUserIDs,
 		refreshPresence:    func(s *session) { go g.refreshPresence(s) },
+		botsClosedSince:    g.botsClosedSince,
 		logPanic:           g.logPanic,
 		live:               g.cfg.Live,
 		deflate:            g.deflateStats,

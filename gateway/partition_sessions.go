@@ -17,6 +17,12 @@ import (
 func (p *partition) place(s *session, refs []parley.ChannelRef, starts []int64) {
 	p.cur = s
 	p.sessions[s] = struct{}{}
+	if s.isBot() && p.env.botsClosedSince(s.workspaceID, s.botGen) {
+		// Its workspace turned integrations off while it was being
+		// identified or handed over, after its check (bots.go).
+		p.kill(s, parley.CloseAuthFailed, "integrations turned off")
+		p.env.metrics.botCloses.Inc()
+	}
 	for _, t := range s.topics {
 		p.indexAdd(t, s)
 	}

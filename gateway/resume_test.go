@@ -41,7 +41,10 @@ func (e *env) sessionState(id string) (ok, attached bool, lastS uint64) {
 	}
 	done := make(chan struct{})
 	s.p.post(func() {
-		ok, attached, lastS = !s.removed, s.c != nil, s.lastS
+		// A session is in the registry (and its client has ready) before
+		// its partition places it: until then it is not there yet.
+		_, placed := s.p.sessions[s]
+		ok, attached, lastS = placed && !s.removed, s.c != nil, s.lastS
 		close(done)
 	})
 	<-done

@@ -26,7 +26,10 @@ type session struct {
 	// bot: identified with a bot token (bots.go). Atomic: a resume that
 	// learns it from the store marks a session already shared.
 	bot atomic.Bool
-	p   *partition
+	// botGen is the gateway's CloseBots generation when its bot check
+	// began (bots.go); set before the session is shared.
+	botGen uint64
+	p      *partition
 
 	watchMu      sync.Mutex        // orders changes of the presence watch (conn.go)
 	mu           sync.Mutex        // guards the fields up to the blank line
