@@ -27,7 +27,7 @@ func TestSoakSampler(t *testing.T) {
 		t.Skip("runs a server and a load for several seconds; skipped with -short")
 	}
 	db := testpg.New(t)
-	p := startParley(t, "--db", db, "--admin", "127.0.0.1:0")
+	p := startParley(t, "--listen", "127.0.0.1:0", "--db", db, "--admin", "127.0.0.1:0")
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

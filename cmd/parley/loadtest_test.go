@@ -67,7 +67,7 @@ func checkClean(t *testing.T, res *loadtest.Result, users int) {
 }
 
 func TestLoadtestTinyRun(t *testing.T) {
-	p := startParley(t, "--data", t.TempDir(), "--admin", "off", "--log-level", "warn")
+	p := startParley(t, "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--admin", "off", "--log-level", "warn")
 
 	// API setup, two worker processes, sockets from two source addresses
 	// (package loadtest runs every scenario in process under -race).
