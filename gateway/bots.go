@@ -58,7 +58,7 @@ func (g *Gateway) CloseBots(workspaceID string) {
 	for _, p := range g.parts {
 		p.postAsync(func() {
 			for s := range p.sessions {
-				if s.workspaceID == workspaceID && s.isBot() {
+				if s.workspaceID == workspaceID && s.isBot() && !s.removed {
 					p.kill(s, parley.CloseAuthFailed, "integrations turned off")
 					g.metrics.botCloses.Inc()
 				}
