@@ -58,9 +58,8 @@ func (g *Gateway) CloseBots(workspaceID string) {
 	for _, p := range g.parts {
 		p.postAsync(func() {
 			for s := range p.sessions {
-				if s.workspaceID == workspaceID && s.isBot() && !s.removed {
-					p.kill(s, parley.CloseAuthFailed, "integrations turned off")
-					g.metrics.botCloses.Inc()
+				if s.workspaceID == workspaceID && s.isBot() {
+					p.closeBot(s)
 				}
 			}
 		})
@@ -82,14 +81,14 @@ func (g *Gateway) botsClosedSince(ws string, gen uint64) bool {
 	return ok && v.(botsOffMark).gen > gen
 }
 
-// closeBotSession closes one bot session whose resume was refused.
-func (g *Gateway) closeBotSession(s *session) {
-	s.p.postAsync(func() {
-		if !s.removed {
-			s.p.kill(s, parley.CloseAuthFailed, "integrations turned off")
-			g.metrics.botCloses.Inc()
-		}
-	})
+// closeBot closes bot session s, unless it is closed already, because its
+// workspace turned integrations off; on the partition goroutine.
+func (p *partition) closeBot(s *session) {
+	if s.removed {
+		return
+	}
+	p.kill(s, parley.CloseAuthFailed, "integrations turned off")
+	p.env.metrics.botCloses.Inc()
 }
 
 func (s *session) isBot() bool { return s.bot.Load() }

@@ -217,7 +217,7 @@ func (c *conn) resume(f *inFrame) {
 	if s.isBot() {
 		if err := g.botAllowed(ctx, true, s.workspaceID); err != nil {
 			// Missed the change that closed it (bots.go): it goes now.
-			g.closeBotSession(s)
+			s.p.postAsync(func() { s.p.closeBot(s) })
 			c.authFailed("resume", err)
 			return
 		}

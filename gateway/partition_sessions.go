@@ -20,8 +20,7 @@ func (p *partition) place(s *session, refs []parley.ChannelRef, starts []int64) 
 	if s.isBot() && p.env.botsClosedSince(s.workspaceID, s.botGen) {
 		// Its workspace turned integrations off while it was being
 		// identified or handed over, after its check (bots.go).
-		p.kill(s, parley.CloseAuthFailed, "integrations turned off")
-		p.env.metrics.botCloses.Inc()
+		p.closeBot(s)
 	}
 	for _, t := range s.topics {
 		p.indexAdd(t, s)
