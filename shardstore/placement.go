@@ -47,9 +47,7 @@ func (r *Router) unplace(shard, ws string, cause error, attempted bool) {
 	r.placed.Delete(ws)
 	check := attempted && !definite(cause)
 	if !check {
-		ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
-		err := r.tryUnplace(ctx, shard, ws, false)
-		cancel()
+		err := r.attempt(func(ctx context.Context) error { return r.tryUnplace(ctx, shard, ws, false) })
 		if err == nil || errors.Is(err, errKept) {
 			return
 		}
@@ -123,17 +121,13 @@ func (r *Router) freeSlug(ws, slug string) {
 		r.m.slugFrees.WithLabelValues("ok").Inc()
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
-	err := try(ctx)
-	cancel()
-	if err == nil {
-		return
+	if err := r.attempt(try); err != nil {
+		r.log.Warn("slug of a deleted workspace not freed yet; retrying", "workspace", ws, "err", err)
+		r.later("free slug "+ws, try, func() {
+			r.m.slugFrees.WithLabelValues("gave_up").Inc()
+			r.log.Error("slug of a deleted workspace left reserved", "workspace", ws, "slug", slug)
+		})
 	}
-	r.log.Warn("slug of a deleted workspace not freed yet; retrying", "workspace", ws, "err", err)
-	r.later("free slug "+ws, try, func() {
-		r.m.slugFrees.WithLabelValues("gave_up").Inc()
-		r.log.Error("slug of a deleted workspace left reserved", "workspace", ws, "slug", slug)
-	})
 }
 
 // unplacePurged removes the directory entry of workspace ws, whose purge
@@ -158,17 +152,13 @@ func (r *Router) unplacePurged(shard, ws string) {
 		r.m.purgedUnplaces.WithLabelValues(shard, "retry").Inc()
 		return fmt.Errorf("remove placement of purged workspace %s: %w", ws, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
-	err := try(ctx)
-	cancel()
-	if err == nil {
-		return
+	if err := r.attempt(try); err != nil {
+		r.log.Warn("placement of a purged workspace not removed yet; retrying", "workspace", ws, "shard", shard, "err", err)
+		r.later("unplace purged "+ws, try, func() {
+			r.m.purgedUnplaces.WithLabelValues(shard, "gave_up").Inc()
+			r.log.Error("placement of a purged workspace left in the directory", "workspace", ws, "shard", shard)
+		})
 	}
-	r.log.Warn("placement of a purged workspace not removed yet; retrying", "workspace", ws, "shard", shard, "err", err)
-	r.later("unplace purged "+ws, try, func() {
-		r.m.purgedUnplaces.WithLabelValues(shard, "gave_up").Inc()
-		r.log.Error("placement of a purged workspace left in the directory", "workspace", ws, "shard", shard)
-	})
 }
 
 // later retries fn in the background, 1 s, 2 s, 4 s… up to about ten
@@ -194,13 +184,17 @@ func (r *Router) later(key string, fn func(context.Context) error, giveUp func()
 			case <-r.done:
 				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
-			err := fn(ctx)
-			cancel()
-			if err == nil {
+			if r.attempt(fn) == nil {
 				return
 			}
 		}
 		giveUp()
 	}()
+}
+
+// attempt runs fn once, bounded by attemptTimeout.
+func (r *Router) attempt(fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
+	defer cancel()
+	return fn(ctx)
 }
